@@ -1,0 +1,67 @@
+"""What a method is: how to represent two proteins, how to score them, and which DP aligns them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from homalign.alignment import Alignment
+from homalign.sequence import Sequence
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """The score step's output: S[i, j] plus position-specific gaps and the DP mode to use."""
+
+    S: np.ndarray
+    gaps: Any  # homalign.dp.GapCosts
+    mode: str = "local"
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registry entry.
+
+    ``align(query, target, **options)`` is always present. Methods built on the shared DP also give
+    ``prepare`` (sequence → reusable representation, built once per protein) and ``score``
+    (two representations → PairScores), which ``homalign.search`` uses to score one query against
+    many targets without rebuilding the query. Peers (external programs) only give ``align``.
+    ``available()`` returns None when the method can run here, else the reason it cannot.
+    """
+
+    name: str
+    kind: str  # "sequence" | "profile" | "hmm" | "learned" | "peer"
+    description: str
+    align: Callable[..., Alignment]
+    prepare: Callable[..., Any] | None = None
+    score: Callable[..., PairScores] | None = None
+    available: Callable[[], str | None] = field(default=lambda: None)
+    defaults: dict = field(default_factory=dict)
+
+
+def dp_method(
+    name: str,
+    kind: str,
+    description: str,
+    prepare: Callable[..., Any],
+    score: Callable[..., PairScores],
+    defaults: dict | None = None,
+) -> Method:
+    """Build a Method whose alignment is: prepare both → score → exact DP → Alignment."""
+    defaults = dict(defaults or {})
+
+    def align(query: Sequence, target: Sequence, **options: Any) -> Alignment:
+        from homalign.dp import align as dp_align
+
+        opts = {**defaults, **options}
+        ps = score(prepare(query, **opts), prepare(target, **opts), **opts)
+        res = dp_align(ps.S, ps.gaps, mode=ps.mode)
+        return Alignment(
+            query_id=query.id, target_id=target.id, query=query.residues, target=target.residues,
+            pairs=res.pairs, score=float(res.score), method=name,
+        )
+
+    return Method(name, kind, description, align, prepare, score, defaults=defaults)
