@@ -92,7 +92,7 @@ class Alignment:
     @property
     def n_gap_opens(self) -> int:
         d = np.diff(self.pairs, axis=0)
-        return int(((d[:, 0] > 1).sum() + (d[:, 1] > 1).sum())) if self.length > 1 else 0
+        return int((d[:, 0] > 1).sum() + (d[:, 1] > 1).sum()) if self.length > 1 else 0
 
     @property
     def query_span(self) -> tuple[int, int]:
@@ -126,22 +126,6 @@ class Alignment:
         """A ``Bio.Align.Alignment`` over the whole sequences."""
         qa, ta = self.gapped(full=True)
         return _bio_from_gapped(qa, ta)
-
-    def to_biotite(self):
-        """A ``biotite.sequence.align.Alignment`` (needs biotite installed)."""
-        import biotite.sequence as bseq
-        import biotite.sequence.align as balign
-
-        qa, ta = self.gapped(full=True)
-        qi = ti = 0
-        rows = []
-        for a, b in zip(qa, ta, strict=True):
-            rows.append((qi if a != "-" else -1, ti if b != "-" else -1))
-            qi += a != "-"
-            ti += b != "-"
-        trace = np.array(rows, dtype=np.int64)
-        seqs = [bseq.ProteinSequence(self.query), bseq.ProteinSequence(self.target)]
-        return balign.Alignment(seqs, trace, self.score)
 
     def __repr__(self) -> str:
         return (f"Alignment({self.query_id} vs {self.target_id}, method={self.method}, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from homalign.errors import HomalignError
@@ -34,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
-    except (HomalignError, ValueError, FileNotFoundError, RuntimeError) as exc:
+    except (HomalignError, ValueError, OSError, RuntimeError) as exc:
+        if os.environ.get("HOMALIGN_DEBUG"):
+            raise
         print(f"homalign {args.verb}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project's virtual environment in .venv and install the peer aligners.
+# Sourced by scripts/main.sh and scripts/test.sh; safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PY=${PYTHON:-python3.11}
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+# torch==2.13.0 is pinned in pyproject.toml: pip takes the CPU wheel on this machine's disk.
+stamp=.venv/.homalign-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[test,ray]'
+    touch "$stamp"
+fi
+# The peers (BLAST+, HMMER, HH-suite, MMseqs2) are Debian packages; the benchmarks and the
+# peer-adapter tests run them. Install them when missing and we are allowed to.
+if ! command -v blastp >/dev/null || ! command -v phmmer >/dev/null \
+    || ! command -v hhalign >/dev/null || ! command -v mmseqs >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq ncbi-blast+ hmmer hhsuite mmseqs2 >/dev/null
+    else
+        echo "note: peers missing and apt-get unavailable; install ncbi-blast+ hmmer hhsuite mmseqs2" >&2
+    fi
+fi
+export OMP_WAIT_POLICY=PASSIVE
