@@ -1,0 +1,97 @@
+"""Atomic file writes: a reader never sees a half-written file.
+
+Every writer in :mod:`homalign.io` goes through :func:`atomic_write`; other layers reuse it for
+checkpoints and databases (binary mode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+_MODES = {"w", "wt", "wb"}
+
+
+def _default_permissions() -> int:
+    """Permissions a plain ``open(path, "w")`` would give a new file (0o666 minus the umask)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)  # no way to read the umask without setting it elsewhere
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable (best effort: not every platform can open a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_write(
+    path: str | os.PathLike[str], mode: str = "w", *, encoding: str = "utf-8"
+) -> Iterator[IO[Any]]:
+    """Open ``path`` for writing so that it appears complete or not at all.
+
+    Writes go to a temporary file in the same directory (same file system, so the final
+    :func:`os.replace` is atomic); on a normal exit of the ``with`` body the data is flushed,
+    fsynced and renamed over ``path``. If the body raises, the temporary file is removed, ``path``
+    is left as it was (absent, or its old content), and the exception propagates.
+
+    Args:
+        path: the destination file; its directory must exist.
+        mode: ``"w"``/``"wt"`` (text, ``encoding``, ``\\n`` newlines) or ``"wb"`` (binary).
+        encoding: text encoding (ignored in binary mode).
+
+    Yields:
+        The open file object.
+    """
+    if mode not in _MODES:
+        raise ValueError(f"atomic_write mode must be one of {sorted(_MODES)}, not {mode!r}")
+    target = Path(path)
+    directory = target.parent
+    if target.exists() and target.is_dir():
+        raise IsADirectoryError(f"{target}: is a directory")
+    if target.exists():
+        permissions = target.stat().st_mode & 0o7777
+    else:
+        permissions = _default_permissions()
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    tmp = Path(tmp_name)
+    try:
+        if "b" in mode:
+            handle: IO[Any] = os.fdopen(fd, "wb")
+        else:
+            handle = os.fdopen(fd, "w", encoding=encoding, newline="\n")
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, permissions)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_directory(directory)

@@ -1,0 +1,92 @@
+"""atomic_write: complete file or nothing, text and binary."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from homalign.io.atomic import atomic_write
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def test_text_write_creates_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    with atomic_write(target) as fh:
+        fh.write("hello\n")
+        assert not target.exists()  # nothing visible before the body ends
+    assert target.read_text() == "hello\n"
+    assert _leftovers(tmp_path) == ["out.txt"]
+
+
+def test_binary_write(tmp_path: Path) -> None:
+    target = tmp_path / "blob.bin"
+    payload = bytes(range(256)) * 3
+    with atomic_write(target, "wb") as fh:
+        fh.write(payload)
+    assert target.read_bytes() == payload
+
+
+def test_exception_leaves_no_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_write(target) as fh:
+            fh.write("partial")
+            raise RuntimeError("boom")
+    assert _leftovers(tmp_path) == []
+
+
+def test_exception_keeps_old_content(tmp_path: Path) -> None:
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    with pytest.raises(KeyError):
+        with atomic_write(target, "wb") as fh:
+            fh.write(b"new but unfinished")
+            raise KeyError("x")
+    assert target.read_bytes() == b"old"
+    assert _leftovers(tmp_path) == ["out.bin"]
+
+
+def test_replace_keeps_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    with atomic_write(target) as fh:
+        fh.write("new")
+    assert target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_new_file_gets_umask_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        with atomic_write(tmp_path / "f.txt") as fh:
+            fh.write("x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o640
+
+
+def test_text_mode_writes_unix_newlines(tmp_path: Path) -> None:
+    target = tmp_path / "nl.txt"
+    with atomic_write(target, "wt") as fh:
+        fh.write("a\nb\n")
+    assert target.read_bytes() == b"a\nb\n"
+
+
+def test_bad_mode_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="mode"):
+        with atomic_write(tmp_path / "x", "a"):
+            pass
+    assert _leftovers(tmp_path) == []
+
+
+def test_missing_directory_raises(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        with atomic_write(tmp_path / "nope" / "x.txt"):
+            pass
