@@ -1,0 +1,111 @@
+"""Many alignments at once: :func:`align_batch`, a numba ``prange`` over pairs.
+
+The score matrices and gap vectors are packed into flat buffers with offsets so one compiled,
+parallel call handles pairs of any shapes; each pair runs the same kernels as :func:`align` /
+:func:`align_score`, so the results are identical. Threads: ``NUMBA_NUM_THREADS`` (or
+``numba.set_num_threads``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numba import njit, prange
+
+from homalign.dp.gaps import GapCosts
+from homalign.dp.kernels import gotoh, score_constant, traceback
+from homalign.dp.modes import mode_code
+from homalign.dp.pairwise import check_scores
+from homalign.dp.result import DPResult, from_ops
+
+__all__ = ["align_batch"]
+
+
+@njit(cache=True, parallel=True)
+def _batch_kernel(  # noqa: ANN201, PLR0913
+    s_flat, s_off, lqs, lts, vecs, v_off, const, cparams, mode, trace, ops, o_off, scores, meta
+):  # noqa: ANN001
+    """Align pair k for every k in parallel; fill scores[k] and meta[k] = (n_ops, si, sj)."""
+    n = lqs.shape[0]
+    for k in prange(n):
+        lq = lqs[k]
+        lt = lts[k]
+        S = s_flat[s_off[k]:s_off[k] + lq * lt].reshape((lq, lt))
+        qio = vecs[0][v_off[k, 0]:v_off[k, 0] + lq]
+        qie = vecs[1][v_off[k, 0]:v_off[k, 0] + lq]
+        tio = vecs[2][v_off[k, 1]:v_off[k, 1] + lt + 1]
+        tie = vecs[3][v_off[k, 1]:v_off[k, 1] + lt + 1]
+        tdo = vecs[4][v_off[k, 2]:v_off[k, 2] + lt]
+        tde = vecs[5][v_off[k, 2]:v_off[k, 2] + lt]
+        qdo = vecs[6][v_off[k, 3]:v_off[k, 3] + lq + 1]
+        qde = vecs[7][v_off[k, 3]:v_off[k, 3] + lq + 1]
+        if trace:
+            dirs = np.empty((lq + 1, lt + 1), np.uint8)
+            sc, ei, ej, es = gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs)
+            nops, si, sj = traceback(dirs, ei, ej, es, ops[o_off[k]:o_off[k] + lq + lt])
+            scores[k] = sc
+            meta[k, 0] = nops
+            meta[k, 1] = si
+            meta[k, 2] = sj
+        elif const[k]:
+            scores[k] = score_constant(
+                S, cparams[k, 0], cparams[k, 1], cparams[k, 2], cparams[k, 3], mode
+            )
+        else:
+            dummy = np.zeros((1, 1), np.uint8)
+            scores[k] = gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dummy)[0]
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    """Exclusive prefix sums of ``sizes`` (int64)."""
+    out = np.zeros(sizes.shape[0], dtype=np.int64)
+    np.cumsum(sizes[:-1], out=out[1:])
+    return out
+
+
+def align_batch(
+    score_matrices: Sequence[np.ndarray],
+    gaps: Sequence[GapCosts],
+    mode: str = "local",
+    score_only: bool = False,
+) -> list[DPResult] | list[float]:
+    """Align every (S, gaps) pair in parallel; a list of :class:`DPResult` (or of float scores
+    when ``score_only``), in input order, equal to per-pair :func:`align` / :func:`align_score`.
+    """
+    code = mode_code(mode)
+    if len(score_matrices) != len(gaps):
+        raise ValueError(
+            f"score_matrices and gaps must have the same length, got "
+            f"{len(score_matrices)} and {len(gaps)}"
+        )
+    n = len(score_matrices)
+    if n == 0:
+        return []
+    mats = [check_scores(S, g) for S, g in zip(score_matrices, gaps, strict=True)]
+    lqs = np.array([m.shape[0] for m in mats], dtype=np.int64)
+    lts = np.array([m.shape[1] for m in mats], dtype=np.int64)
+    s_flat = np.concatenate([m.ravel() for m in mats])
+    s_off = _offsets(lqs * lts)
+    kv = [g.kernel_vectors() for g in gaps]
+    vecs = tuple(np.concatenate([v[c] for v in kv]) for c in range(8))
+    v_off = np.stack(
+        [_offsets(lqs), _offsets(lts + 1), _offsets(lts), _offsets(lqs + 1)], axis=1
+    )
+    consts = [None if not score_only else g.constant_costs() for g in gaps]
+    const = np.array([c is not None for c in consts], dtype=np.bool_)
+    cparams = np.array([c if c is not None else (0.0,) * 4 for c in consts], dtype=np.float32)
+    ops = np.empty(int((lqs + lts).sum()) if not score_only else 1, dtype=np.uint8)
+    o_off = _offsets(lqs + lts)
+    scores = np.empty(n, dtype=np.float32)
+    meta = np.zeros((n, 3), dtype=np.int64)
+    _batch_kernel(
+        s_flat, s_off, lqs, lts, vecs, v_off, const, cparams, code, not score_only,
+        ops, o_off, scores, meta,
+    )
+    if score_only:
+        return [float(s) for s in scores]
+    return [
+        from_ops(float(scores[k]), ops[o_off[k]:o_off[k] + meta[k, 0]], meta[k, 1], meta[k, 2], mode)
+        for k in range(n)
+    ]

@@ -1,0 +1,155 @@
+"""Position-specific affine gap costs (:class:`GapCosts`).
+
+All costs are numbers *subtracted* from the alignment score (normally positive).
+
+* An "I" run (query residues ``i0..i1`` against gaps), lying after ``j`` consumed target residues
+  (``0 <= j <= Lt``) costs
+  ``(q_ins_open[i0] + t_ins_open[j]) + sum_{i=i0..i1} (q_ins_ext[i] + t_ins_ext[j])``.
+* A "D" run (target residues ``j0..j1`` against gaps), lying after ``i`` consumed query residues
+  (``0 <= i <= Lq``) costs
+  ``(t_del_open[j0] + q_del_open[i]) + sum_{j=j0..j1} (t_del_ext[j] + q_del_ext[i])``.
+
+So with :meth:`GapCosts.uniform` a gap of length ``k`` costs ``open + k * extend`` (BLAST
+convention: open=11, extend=1 charges 12 for a one-residue gap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+__all__ = ["GapCosts", "KernelCosts"]
+
+#: The eight per-position vectors the DP kernels consume, in this order (see ``kernel_vectors``).
+KernelCosts = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+]
+
+
+def _vector(name: str, value: object, length: int) -> np.ndarray:
+    """Return ``value`` as a read-only float32 vector of ``length``, or raise ValueError."""
+    arr = np.array(value, dtype=np.float32, copy=True)
+    if arr.ndim == 0:
+        arr = np.full(length, arr, dtype=np.float32)
+    if arr.ndim != 1 or arr.shape[0] != length:
+        raise ValueError(f"GapCosts.{name} must have length {length}, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"GapCosts.{name} must be finite")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class GapCosts:
+    """Position-specific affine gap costs for a query of length Lq and a target of length Lt.
+
+    Construct with keyword arrays (all eight required), :meth:`from_vectors` (missing ones are
+    zero) or :meth:`uniform`. Lengths: ``q_ins_*`` Lq, ``t_ins_*`` Lt + 1, ``t_del_*`` Lt,
+    ``q_del_*`` Lq + 1. Vectors are stored as read-only float32 copies.
+    """
+
+    q_ins_open: np.ndarray
+    q_ins_ext: np.ndarray
+    t_ins_open: np.ndarray
+    t_ins_ext: np.ndarray
+    t_del_open: np.ndarray
+    t_del_ext: np.ndarray
+    q_del_open: np.ndarray
+    q_del_ext: np.ndarray
+
+    def __post_init__(self) -> None:
+        lq = int(np.asarray(self.q_ins_open).reshape(-1).shape[0])
+        lt = int(np.asarray(self.t_del_open).reshape(-1).shape[0])
+        lengths = {
+            "q_ins_open": lq, "q_ins_ext": lq, "t_ins_open": lt + 1, "t_ins_ext": lt + 1,
+            "t_del_open": lt, "t_del_ext": lt, "q_del_open": lq + 1, "q_del_ext": lq + 1,
+        }
+        for name, length in lengths.items():
+            object.__setattr__(self, name, _vector(name, getattr(self, name), length))
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def from_vectors(cls, lq: int, lt: int, **vectors: object) -> GapCosts:
+        """Build from any subset of the eight vectors (by name); the others are zero."""
+        names = [f.name for f in fields(cls)]
+        unknown = set(vectors) - set(names)
+        if unknown:
+            raise ValueError(f"unknown GapCosts vectors: {sorted(unknown)}")
+        sizes = {"q_ins": lq, "t_ins": lt + 1, "t_del": lt, "q_del": lq + 1}
+        full = {n: vectors.get(n, np.zeros(sizes[n[:5]], dtype=np.float32)) for n in names}
+        return cls(**full)
+
+    @classmethod
+    def uniform(cls, lq: int, lt: int, open: float = 11.0, extend: float = 1.0) -> GapCosts:
+        """Same affine cost everywhere: a gap of length k costs ``open + k * extend``."""
+        if lq < 0 or lt < 0:
+            raise ValueError(f"lengths must be >= 0, got Lq={lq}, Lt={lt}")
+        return cls.from_vectors(
+            lq, lt,
+            q_ins_open=np.full(lq, open, dtype=np.float32),
+            q_ins_ext=np.full(lq, extend, dtype=np.float32),
+            t_del_open=np.full(lt, open, dtype=np.float32),
+            t_del_ext=np.full(lt, extend, dtype=np.float32),
+        )
+
+    @classmethod
+    def zeros(cls, lq: int, lt: int) -> GapCosts:
+        """Free gaps (used by maximum-accuracy decoding)."""
+        return cls.from_vectors(lq, lt)
+
+    # ---------------------------------------------------------------- views
+    @property
+    def lq(self) -> int:
+        """Query length these costs are for."""
+        return int(self.q_ins_open.shape[0])
+
+    @property
+    def lt(self) -> int:
+        """Target length these costs are for."""
+        return int(self.t_del_open.shape[0])
+
+    def check_shape(self, lq: int, lt: int) -> None:
+        """Raise ValueError unless these costs fit a (lq, lt) score matrix."""
+        if (self.lq, self.lt) != (lq, lt):
+            raise ValueError(
+                f"GapCosts are for a {self.lq}x{self.lt} problem, score matrix is {lq}x{lt}"
+            )
+
+    def kernel_vectors(self) -> KernelCosts:
+        """The eight float32 vectors the kernels use.
+
+        ``(qio, qie, tio, tie, tdo, tde, qdo, qde)`` where an I column for query residue ``i``
+        at target column ``j`` costs ``qio[i] + tio[j]`` if it opens a run and
+        ``qie[i] + tie[j]`` if it extends one; a D column for target residue ``j`` after ``i``
+        query residues costs ``tdo[j] + qdo[i]`` (open) or ``tde[j] + qde[i]`` (extend).
+        """
+        return (
+            self.q_ins_open + self.q_ins_ext, self.q_ins_ext.copy(),
+            self.t_ins_open + self.t_ins_ext, self.t_ins_ext.copy(),
+            self.t_del_open + self.t_del_ext, self.t_del_ext.copy(),
+            self.q_del_open + self.q_del_ext, self.q_del_ext.copy(),
+        )
+
+    def constant_costs(self) -> tuple[float, float, float, float] | None:
+        """``(go_I, ge_I, go_D, ge_D)`` if every column cost is position-independent, else None.
+
+        Only returned when opening never beats extending (``go >= ge``), the condition under
+        which the fast constant-cost kernel gives bit-identical results to the general one.
+        """
+        vecs = self.kernel_vectors()
+        for v in vecs:
+            if v.shape[0] > 1 and not np.all(v == v[0]):
+                return None
+        first = [np.float32(v[0]) if v.shape[0] else np.float32(0.0) for v in vecs]
+        qio, qie, tio, tie, tdo, tde, qdo, qde = first
+        go_i, ge_i = np.float32(qio + tio), np.float32(qie + tie)
+        go_d, ge_d = np.float32(tdo + qdo), np.float32(tde + qde)
+        if go_i < ge_i or go_d < ge_d:
+            return None
+        return float(go_i), float(ge_i), float(go_d), float(ge_d)
+
+    def scaled(self, factor: float) -> GapCosts:
+        """All eight vectors multiplied by ``factor``."""
+        return GapCosts(**{f.name: getattr(self, f.name) * np.float32(factor) for f in fields(self)})

@@ -1,0 +1,289 @@
+"""Compiled three-state Gotoh kernels (numba) for the exact DP of :mod:`homalign.dp`.
+
+States: M (pair), I (query residue vs gap), D (target residue vs gap), plus the begin state B,
+worth 0 at the start cells of the mode (see :mod:`homalign.dp.modes`). All scores are float32
+and accumulated in float32; integer-valued inputs (BLOSUM, integer gap costs) are exact.
+
+Recurrences, for prefix cell (i, j), costs from :meth:`GapCosts.kernel_vectors`::
+
+    M(i,j) = S[i-1,j-1] + max(BM(i-1,j-1), M, I, D at (i-1,j-1))
+    I(i,j) = max(max(BG, M, D at (i-1,j)) - (qio[i-1] + tio[j]), I(i-1,j) - (qie[i-1] + tie[j]))
+    D(i,j) = max(max(BG, M, I at (i,j-1)) - (tdo[j-1] + qdo[i]), D(i,j-1) - (tde[j-1] + qde[i]))
+
+BM = BG = B for global/glocal/semiglobal; in local mode BM = 0 everywhere and BG = -inf (local
+alignments begin with a pair). Traceback ties prefer, in this order: B (start here), M, I, D;
+the end cell is the first best cell in row-major order (states compared B, M, I, D; in local
+mode only M cells count and the empty alignment wins ties at 0).
+
+Direction byte per cell: bits 0-1 the predecessor of M, bits 2-3 of I, bits 4-5 of D
+(0 = B, 1 = M, 2 = I, 3 = D).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
+
+NEG = np.float32(-np.inf)
+ZERO = np.float32(0.0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _begin(mode: int, i: int, j: int) -> np.float32:
+    """Value of the begin state B at prefix cell (i, j) for gap transitions (BG)."""
+    if mode == GLOBAL:
+        return ZERO if (i == 0 and j == 0) else NEG
+    if mode == GLOCAL:
+        return ZERO if i == 0 else NEG
+    if mode == SEMIGLOBAL:
+        return ZERO if (i == 0 or j == 0) else NEG
+    return NEG
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_end(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
+    """Whether (i, j) is an end cell of a non-local mode."""
+    if mode == GLOBAL:
+        return i == lq and j == lt
+    if mode == GLOCAL:
+        return i == lq
+    return i == lq or j == lt
+
+
+@njit(cache=True, nogil=True)
+def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN001, ANN201
+    """General-cost Gotoh; fills ``dirs`` (uint8 (Lq+1, Lt+1)) if it has that shape.
+
+    Returns ``(score, end_i, end_j, end_state)`` with end_state 0 = B (empty path), 1..3 = M/I/D.
+    """
+    lq, lt = S.shape
+    trace = dirs.shape[0] == lq + 1 and dirs.shape[1] == lt + 1
+    local = mode == LOCAL
+    mp = np.empty(lt + 1, np.float32)
+    ip = np.empty(lt + 1, np.float32)
+    dp = np.empty(lt + 1, np.float32)
+    bp = np.empty(lt + 1, np.float32)
+    mc = np.empty(lt + 1, np.float32)
+    ic = np.empty(lt + 1, np.float32)
+    dc = np.empty(lt + 1, np.float32)
+    bc = np.empty(lt + 1, np.float32)
+    best = ZERO if local else NEG
+    bi, bj, bs = 0, 0, 0 if local else -1
+
+    # row 0: only B and D
+    for j in range(lt + 1):
+        bp[j] = _begin(mode, 0, j)
+        mp[j] = NEG
+        ip[j] = NEG
+    dp[0] = NEG
+    if trace:
+        dirs[0, 0] = 0
+    for j in range(1, lt + 1):
+        go = tdo[j - 1] + qdo[0]
+        ge = tde[j - 1] + qde[0]
+        v = bp[j - 1] - go
+        src = 0
+        w = dp[j - 1] - ge
+        if w > v:
+            v = w
+            src = 3
+        dp[j] = v
+        if trace:
+            dirs[0, j] = src << 4
+    if mode == SEMIGLOBAL:
+        # cell (0, lt) is an end cell of the overlap mode (states B and D only)
+        if bp[lt] > best:
+            best, bi, bj, bs = bp[lt], 0, lt, 0
+        if dp[lt] > best:
+            best, bi, bj, bs = dp[lt], 0, lt, 3
+
+    for i in range(1, lq + 1):
+        a_go = qio[i - 1]
+        a_ge = qie[i - 1]
+        r_go = qdo[i]
+        r_ge = qde[i]
+        # column 0: B and I only
+        bc[0] = _begin(mode, i, 0)
+        mc[0] = NEG
+        dc[0] = NEG
+        go = a_go + tio[0]
+        ge = a_ge + tie[0]
+        v = bp[0] - go
+        isrc = 0
+        w = mp[0] - go
+        if w > v:
+            v, isrc = w, 1
+        w = ip[0] - ge
+        if w > v:
+            v, isrc = w, 2
+        w = dp[0] - go
+        if w > v:
+            v, isrc = w, 3
+        ic[0] = v
+        if trace:
+            dirs[i, 0] = isrc << 2
+        for j in range(1, lt + 1):
+            bc[j] = NEG
+            # M from (i-1, j-1)
+            v = ZERO if local else bp[j - 1]
+            msrc = 0
+            if mp[j - 1] > v:
+                v, msrc = mp[j - 1], 1
+            if ip[j - 1] > v:
+                v, msrc = ip[j - 1], 2
+            if dp[j - 1] > v:
+                v, msrc = dp[j - 1], 3
+            m = v + S[i - 1, j - 1]
+            mc[j] = m
+            # I from (i-1, j)
+            go = a_go + tio[j]
+            ge = a_ge + tie[j]
+            v = bp[j] - go
+            isrc = 0
+            w = mp[j] - go
+            if w > v:
+                v, isrc = w, 1
+            w = ip[j] - ge
+            if w > v:
+                v, isrc = w, 2
+            w = dp[j] - go
+            if w > v:
+                v, isrc = w, 3
+            ic[j] = v
+            # D from (i, j-1)
+            go = tdo[j - 1] + r_go
+            ge = tde[j - 1] + r_ge
+            v = bc[j - 1] - go
+            dsrc = 0
+            w = mc[j - 1] - go
+            if w > v:
+                v, dsrc = w, 1
+            w = ic[j - 1] - go
+            if w > v:
+                v, dsrc = w, 2
+            w = dc[j - 1] - ge
+            if w > v:
+                v, dsrc = w, 3
+            dc[j] = v
+            if trace:
+                dirs[i, j] = msrc | (isrc << 2) | (dsrc << 4)
+            if local and m > best:
+                best, bi, bj, bs = m, i, j, 1
+        if not local:
+            if mode == SEMIGLOBAL and i < lq:
+                lo = lt
+            elif i == lq:
+                lo = 0
+            else:
+                lo = lt + 1
+            for j in range(lo, lt + 1):
+                if not _is_end(mode, i, j, lq, lt):
+                    continue
+                if bc[j] > best:
+                    best, bi, bj, bs = bc[j], i, j, 0
+                if mc[j] > best:
+                    best, bi, bj, bs = mc[j], i, j, 1
+                if ic[j] > best:
+                    best, bi, bj, bs = ic[j], i, j, 2
+                if dc[j] > best:
+                    best, bi, bj, bs = dc[j], i, j, 3
+        mp, mc = mc, mp
+        ip, ic = ic, ip
+        dp, dc = dc, dp
+        bp, bc = bc, bp
+    return best, bi, bj, bs
+
+
+@njit(cache=True, nogil=True)
+def traceback(dirs, end_i, end_j, end_state, ops):  # noqa: ANN001, ANN201
+    """Walk ``dirs`` back from the end cell; write column codes (1 M, 2 I, 3 D) to ``ops`` in
+    forward order. Returns ``(n_ops, start_i, start_j)``."""
+    i = end_i
+    j = end_j
+    state = end_state
+    n = 0
+    while state != 0:
+        code = dirs[i, j]
+        if state == 1:
+            src = code & 3
+            i -= 1
+            j -= 1
+        elif state == 2:
+            src = (code >> 2) & 3
+            i -= 1
+        else:
+            src = (code >> 4) & 3
+            j -= 1
+        ops[n] = state
+        n += 1
+        state = src
+    for k in range(n // 2):
+        ops[k], ops[n - 1 - k] = ops[n - 1 - k], ops[k]
+    return n, i, j
+
+
+@njit(cache=True, nogil=True)
+def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
+    """Score-only Gotoh for position-independent costs (requires go >= ge), linear memory.
+
+    H = max over M, I, D and B (opening from H equals opening from M/D because go >= ge, and
+    float subtraction is monotone, so results are bit-identical to :func:`gotoh`). Each row is
+    done in two passes: a vectorisable one for M and I, then the sequential D recurrence.
+    """
+    lq, lt = S.shape
+    local = mode == LOCAL
+    z = ZERO if local else NEG
+    h = np.empty(lt + 1, np.float32)
+    e = np.empty(lt + 1, np.float32)
+    t = np.empty(lt + 1, np.float32)
+    best = ZERO if local else NEG
+    # row 0
+    h[0] = _begin(mode, 0, 0)
+    e[0] = NEG
+    d = NEG
+    for j in range(1, lt + 1):
+        d = max(h[j - 1] - go_d, d - ge_d)
+        h[j] = max(_begin(mode, 0, j), d)
+        e[j] = NEG
+    if mode == SEMIGLOBAL:
+        best = max(best, h[lt])
+    for i in range(1, lq + 1):
+        row = S[i - 1]
+        # pass 1 (vectorisable): t[j] = max(M, I) at (i, j)
+        e0 = max(h[0] - go_i, e[0] - ge_i)
+        t[0] = max(_begin(mode, i, 0), e0)
+        if local:
+            rb = NEG
+            for j in range(1, lt + 1):
+                m = max(h[j - 1], z) + row[j - 1]
+                rb = max(rb, m)
+                ej = max(h[j] - go_i, e[j] - ge_i)
+                e[j] = ej
+                t[j] = max(m, ej)
+            best = max(best, rb)
+        else:
+            for j in range(1, lt + 1):
+                m = h[j - 1] + row[j - 1]
+                ej = max(h[j] - go_i, e[j] - ge_i)
+                e[j] = ej
+                t[j] = max(m, ej)
+        e[0] = e0
+        # pass 2 (sequential): D and H
+        h[0] = t[0]
+        d = NEG
+        tprev = t[0]
+        for j in range(1, lt + 1):
+            d = max(tprev - go_d, d - ge_d)
+            tj = t[j]
+            h[j] = max(tj, d)
+            tprev = tj
+        if mode == SEMIGLOBAL and i < lq:
+            best = max(best, h[lt])
+        elif mode == GLOCAL and i == lq or mode == SEMIGLOBAL:
+            for j in range(lt + 1):
+                best = max(best, h[j])
+        elif mode == GLOBAL and i == lq:
+            best = h[lt]
+    return best

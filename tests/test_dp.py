@@ -1,0 +1,234 @@
+"""Exact DP (homalign.dp): optimum vs brute force, path consistency, parasail/Biopython agreement."""
+
+from __future__ import annotations
+
+import numpy as np
+import parasail
+import pytest
+from Bio.Align import PairwiseAligner, substitution_matrices
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from homalign.dp import GapCosts, align, align_batch, align_score
+from homalign.dp.result import ops_from_cigar
+from test_dp_bruteforce import brute_best, is_end_cell, path_score, random_gap_vectors, start_cells
+
+MODES = ["local", "global", "glocal", "semiglobal"]
+AA = "ARNDCQEGHILKMFPSTWYV"
+
+
+def random_problem(seed: int, max_len: int = 4, integer: bool = False):
+    rng = np.random.default_rng(seed)
+    lq, lt = int(rng.integers(1, max_len + 1)), int(rng.integers(1, max_len + 1))
+    if integer:
+        S = rng.integers(-4, 6, size=(lq, lt)).astype(np.float32)
+    else:
+        S = rng.normal(0.5, 2.0, size=(lq, lt)).astype(np.float32)
+    vecs = random_gap_vectors(rng, lq, lt)
+    return S, vecs, GapCosts(**vecs)
+
+
+def check_path(res, S, vecs, mode):
+    """The result is a valid alignment of ``mode`` whose recomputed score is ``res.score``."""
+    lq, lt = S.shape
+    ops = ops_from_cigar(res.cigar)
+    cols = "".join("?MID"[o] for o in ops)
+    assert cols.count("M") + cols.count("I") == res.q_end - res.q_start
+    assert cols.count("M") + cols.count("D") == res.t_end - res.t_start
+    assert res.pairs.dtype == np.int32 and res.pairs.shape == (cols.count("M"), 2)
+    if len(res.pairs) > 1:
+        assert np.all(np.diff(res.pairs, axis=0) > 0)
+    # pairs follow from the cigar and the start cell
+    i, j, expect = res.q_start, res.t_start, []
+    for c in cols:
+        if c == "M":
+            expect.append((i, j))
+        i += c != "D"
+        j += c != "I"
+    assert [tuple(p) for p in res.pairs.tolist()] == expect
+    if mode == "local":
+        assert cols == "" or (cols[0] == "M" and cols[-1] == "M")
+    else:
+        assert (res.q_start, res.t_start) in start_cells(mode, lq, lt)
+        assert is_end_cell(mode, res.q_end, res.t_end, lq, lt)
+    recomputed = path_score(S, vecs, res.q_start, res.t_start, cols)
+    assert recomputed == pytest.approx(res.score, rel=1e-5, abs=1e-4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), integer=st.booleans())
+def test_optimum_equals_brute_force(mode, seed, integer):
+    S, vecs, gaps = random_problem(seed, integer=integer)
+    res = align(S, gaps, mode=mode)
+    assert res.score == pytest.approx(brute_best(S, vecs, mode), rel=1e-5, abs=1e-4)
+    check_path(res, S, vecs, mode)
+    assert align_score(S, gaps, mode=mode) == res.score
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), open_=st.sampled_from([0.0, 0.5, 3.0, 11.0]),
+       extend=st.sampled_from([0.0, 0.25, 1.0]))
+def test_uniform_fast_path_matches_traceback(mode, seed, open_, extend):
+    rng = np.random.default_rng(seed)
+    lq, lt = int(rng.integers(1, 40)), int(rng.integers(1, 40))
+    S = rng.normal(0.0, 3.0, size=(lq, lt)).astype(np.float32)
+    gaps = GapCosts.uniform(lq, lt, open=open_, extend=extend)
+    assert gaps.constant_costs() is not None
+    res = align(S, gaps, mode=mode)
+    assert align_score(S, gaps, mode=mode) == res.score
+    vecs = {n: getattr(gaps, n) for n in ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
+                                          "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")}
+    check_path(res, S, vecs, mode)
+
+
+def test_blast_gap_convention():
+    gaps = GapCosts.uniform(3, 2, open=11.0, extend=1.0)
+    assert align(np.zeros((3, 2), np.float32), gaps, "global").score == -12.0
+    res = align(np.zeros((3, 1), np.float32), GapCosts.uniform(3, 1, 11.0, 1.0), "global")
+    assert res.score == -13.0 and res.cigar in ("1M2I", "2I1M")
+
+
+def test_local_empty_and_tie_breaking():
+    S = np.full((3, 4), -1.0, np.float32)
+    res = align(S, GapCosts.uniform(3, 4), "local")
+    assert res.score == 0.0 and res.cigar == "" and res.pairs.shape == (0, 2)
+    S[1, 0] = 5.0
+    S[0, 2] = 5.0  # same score, earlier in row-major order
+    res = align(S, GapCosts.uniform(3, 4), "local")
+    assert res.pairs.tolist() == [[0, 2]] and res.score == 5.0
+    assert (res.q_start, res.q_end, res.t_start, res.t_end) == (0, 1, 2, 3)
+
+
+def test_modes_differ_as_defined():
+    # query "ab" matches the middle of a longer target; free target ends only outside global
+    S = np.full((2, 6), -2.0, np.float32)
+    S[0, 2] = S[1, 3] = 4.0
+    gaps = GapCosts.uniform(2, 6, open=3.0, extend=1.0)
+    assert align_score(S, gaps, "global") == 8.0 - 2 * (3.0 + 2.0)
+    glocal = align(S, gaps, "glocal")
+    assert glocal.score == 8.0 and glocal.cigar == "2M" and (glocal.t_start, glocal.t_end) == (2, 4)
+    assert align_score(S, gaps, "semiglobal") == 8.0
+    assert align_score(S, gaps, "local") == 8.0
+
+
+def test_bad_input_raises():
+    S = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match="GapCosts are for"):
+        align(S, GapCosts.uniform(4, 3))
+    with pytest.raises(ValueError, match="unknown alignment mode"):
+        align(S, GapCosts.uniform(3, 4), mode="overlap")
+    with pytest.raises(ValueError, match="2-D"):
+        align_score(np.zeros(4, np.float32), GapCosts.uniform(3, 4))
+    with pytest.raises(ValueError, match="NaN"):
+        align(np.full((3, 4), np.nan, np.float32), GapCosts.uniform(3, 4))
+    with pytest.raises(ValueError, match="length 5"):
+        GapCosts.from_vectors(3, 4, t_ins_open=np.zeros(4))
+    with pytest.raises(ValueError, match="finite"):
+        GapCosts.from_vectors(3, 4, q_ins_ext=[1.0, np.inf, 1.0])
+
+
+def test_forbidden_pairs_with_minus_inf():
+    S = np.full((3, 3), 2.0, np.float32)
+    S[1, 1] = -np.inf
+    res = align(S, GapCosts.uniform(3, 3, open=0.0, extend=0.5), "global")
+    assert [1, 1] not in res.pairs.tolist()
+    assert np.isfinite(res.score)
+
+
+# ----------------------------------------------------------------- independent implementations
+BLOSUM62 = substitution_matrices.load("BLOSUM62")
+
+
+def blosum_scores(q: str, t: str) -> np.ndarray:
+    idx = [BLOSUM62.alphabet.index(c) for c in AA]
+    sub = np.asarray(BLOSUM62, dtype=np.float32)[np.ix_(idx, idx)]
+    qi = np.array([AA.index(c) for c in q])
+    ti = np.array([AA.index(c) for c in t])
+    return np.ascontiguousarray(sub[np.ix_(qi, ti)])
+
+
+def random_protein_pair(seed: int) -> tuple[str, str]:
+    rng = np.random.default_rng(seed)
+    q = "".join(rng.choice(list(AA), size=int(rng.integers(20, 120))))
+    # a mutated, indel-ed copy of part of q so the alignments are non-trivial
+    t = list(q[int(rng.integers(0, 10)):])
+    for _ in range(len(t) // 4):
+        k = int(rng.integers(0, len(t)))
+        r = rng.random()
+        if r < 0.6:
+            t[k] = str(rng.choice(list(AA)))
+        elif r < 0.8:
+            del t[k]
+        else:
+            t.insert(k, str(rng.choice(list(AA))))
+    t = "".join(rng.choice(list(AA), size=int(rng.integers(0, 15)))) + "".join(t)
+    return q, t
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("open_,extend", [(11.0, 1.0), (10.0, 2.0), (5.0, 1.0)])
+def test_agrees_with_parasail(seed, open_, extend):
+    q, t = random_protein_pair(seed)
+    S = blosum_scores(q, t)
+    gaps = GapCosts.uniform(len(q), len(t), open=open_, extend=extend)
+    popen, pext = int(open_ + extend), int(extend)  # parasail's open charges the first residue
+    # parasail: s1 is the query (rows), s2 the database sequence (columns)
+    sw = parasail.sw_trace_striped_32(q, t, popen, pext, parasail.blosum62)
+    nw = parasail.nw_scan_32(q, t, popen, pext, parasail.blosum62)
+    sg = parasail.sg_scan_32(q, t, popen, pext, parasail.blosum62)
+    res = align(S, gaps, "local")
+    assert res.score == sw.score
+    assert align_score(S, gaps, "global") == nw.score
+    assert align_score(S, gaps, "semiglobal") == sg.score
+    # our traceback path really scores what we report
+    assert path_score(S, {n: getattr(gaps, n) for n in
+                          ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext", "t_del_open",
+                           "t_del_ext", "q_del_open", "q_del_ext")},
+                      res.q_start, res.t_start,
+                      "".join("?MID"[o] for o in ops_from_cigar(res.cigar))) == res.score
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_glocal_agrees_with_biopython(seed):
+    q, t = random_protein_pair(100 + seed)
+    S = blosum_scores(q, t)
+    aligner = PairwiseAligner(mode="global", substitution_matrix=BLOSUM62)
+    aligner.open_gap_score = -(11.0 + 1.0)
+    aligner.extend_gap_score = -1.0
+    # Biopython scores (target, query); free gaps in the query at its ends = target ends free
+    aligner.end_deletion_score = 0.0  # formerly query_end_gap_score
+    bio = aligner.score(t, q)
+    assert align_score(S, GapCosts.uniform(len(q), len(t), 11.0, 1.0), "glocal") == bio
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("score_only", [False, True])
+def test_batch_equals_single(mode, score_only):
+    rng = np.random.default_rng(7)
+    Ss, gs = [], []
+    for k in range(9):
+        lq, lt = int(rng.integers(1, 50)), int(rng.integers(1, 50))
+        Ss.append(rng.normal(0.0, 2.0, size=(lq, lt)).astype(np.float32))
+        if k % 3 == 0:
+            gs.append(GapCosts(**random_gap_vectors(rng, lq, lt)))
+        else:
+            gs.append(GapCosts.uniform(lq, lt, open=float(k), extend=0.5))
+    out = align_batch(Ss, gs, mode=mode, score_only=score_only)
+    assert len(out) == len(Ss)
+    for S, g, r in zip(Ss, gs, out, strict=True):
+        if score_only:
+            assert r == align_score(S, g, mode)
+        else:
+            ref = align(S, g, mode)
+            assert r.score == ref.score and r.cigar == ref.cigar
+            assert np.array_equal(r.pairs, ref.pairs)
+            assert (r.q_start, r.q_end, r.t_start, r.t_end) == (
+                ref.q_start, ref.q_end, ref.t_start, ref.t_end)
+
+
+def test_batch_empty_and_mismatch():
+    assert align_batch([], [], mode="local") == []
+    with pytest.raises(ValueError, match="same length"):
+        align_batch([np.zeros((2, 2), np.float32)], [], mode="local")
