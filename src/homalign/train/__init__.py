@@ -1,0 +1,1 @@
+"""homalign.train: a supervised, monitored, recoverable training runtime on PyTorch."""
