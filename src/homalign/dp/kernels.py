@@ -31,6 +31,12 @@ ZERO = np.float32(0.0)
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _mx(a: np.float32, b: np.float32) -> np.float32:
+    """max(a, b) as a compare-and-select (compiles to maxss/maxps; inputs are never NaN)."""
+    return a if a > b else b
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _begin(mode: int, i: int, j: int) -> np.float32:
     """Value of the begin state B at prefix cell (i, j) for gap transitions (BG)."""
     if mode == GLOBAL:
@@ -224,13 +230,93 @@ def traceback(dirs, end_i, end_j, end_state, ops):  # noqa: ANN001, ANN201
     return n, i, j
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _pass1(row, h, e, t, colbest, go_i, ge_i, z, b0):  # noqa: ANN001
+    """Row i, vectorisable part: e <- I(i, .), t <- max(M, I, B)(i, .) from h = H(i-1, .).
+
+    ``colbest`` keeps the best M per column (only read in local mode).
+    """
+    lt = t.shape[0] - 1
+    e0 = _mx(h[0] - go_i, e[0] - ge_i)
+    t[0] = _mx(b0, e0)
+    for k in range(lt):
+        m = _mx(h[k], z) + row[k]
+        colbest[k + 1] = _mx(colbest[k + 1], m)
+        ej = _mx(h[k + 1] - go_i, e[k + 1] - ge_i)
+        e[k + 1] = ej
+        t[k + 1] = _mx(m, ej)
+    e[0] = e0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pass2(h, t, go_d, ge_d):  # noqa: ANN001
+    """Row i, sequential part: h <- H(i, .) = max(t, D) along the row."""
+    lt = t.shape[0] - 1
+    h[0] = t[0]
+    d = NEG
+    tprev = t[0]
+    for k in range(lt):
+        d = _mx(tprev - go_d, d - ge_d)
+        tj = t[k + 1]
+        h[k + 1] = _mx(tj, d)
+        tprev = tj
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pass2_pair(row2, h, e, t, colbest, go_i, ge_i, go_d, ge_d, z, b0):  # noqa: ANN001
+    """Finish row i (D chain over ``t``) while computing row i + 1 one column behind it.
+
+    The two D recurrences are independent, so the CPU overlaps their latency chains. On return
+    ``h`` holds H(i + 1, .) and ``e`` I(i + 1, .); returns H(i, Lt).
+    """
+    lt = t.shape[0] - 1
+    hi0 = t[0]
+    e20 = _mx(hi0 - go_i, e[0] - ge_i)
+    e[0] = e20
+    t2prev = _mx(b0, e20)
+    h[0] = t2prev
+    d2 = NEG
+    # row i, column 1
+    t1prev = t[1]
+    d1 = hi0 - go_d
+    h1 = _mx(t1prev, d1)
+    hd2 = hi0
+    hu2 = h1
+    # iteration k: row i at column k + 2, row i + 1 at column k + 1
+    for k in range(lt - 1):
+        d1 = _mx(t1prev - go_d, d1 - ge_d)
+        tj = t[k + 2]
+        h1 = _mx(tj, d1)
+        t1prev = tj
+        m2 = _mx(hd2, z) + row2[k]
+        colbest[k + 1] = _mx(colbest[k + 1], m2)
+        e2 = _mx(hu2 - go_i, e[k + 1] - ge_i)
+        e[k + 1] = e2
+        tt = _mx(m2, e2)
+        d2 = _mx(t2prev - go_d, d2 - ge_d)
+        h[k + 1] = _mx(tt, d2)
+        t2prev = tt
+        hd2 = hu2
+        hu2 = h1
+    # row i + 1, column lt
+    m2 = _mx(hd2, z) + row2[lt - 1]
+    colbest[lt] = _mx(colbest[lt], m2)
+    e2 = _mx(hu2 - go_i, e[lt] - ge_i)
+    e[lt] = e2
+    tt = _mx(m2, e2)
+    d2 = _mx(t2prev - go_d, d2 - ge_d)
+    h[lt] = _mx(tt, d2)
+    return hu2
+
+
 @njit(cache=True, nogil=True)
 def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     """Score-only Gotoh for position-independent costs (requires go >= ge), linear memory.
 
     H = max over M, I, D and B (opening from H equals opening from M/D because go >= ge, and
-    float subtraction is monotone, so results are bit-identical to :func:`gotoh`). Each row is
-    done in two passes: a vectorisable one for M and I, then the sequential D recurrence.
+    float subtraction is monotone, so results are bit-identical to :func:`gotoh`). Rows go in
+    pairs: a vectorisable pass computes M and I of row i, then one loop runs row i's sequential
+    D recurrence and all of row i + 1 one column behind, overlapping the two latency chains.
     """
     lq, lt = S.shape
     local = mode == LOCAL
@@ -239,51 +325,38 @@ def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     e = np.empty(lt + 1, np.float32)
     t = np.empty(lt + 1, np.float32)
     best = ZERO if local else NEG
+    colbest = np.full(lt + 1, NEG, np.float32)  # local: best M per column (no reduction chain)
     # row 0
     h[0] = _begin(mode, 0, 0)
     e[0] = NEG
     d = NEG
     for j in range(1, lt + 1):
-        d = max(h[j - 1] - go_d, d - ge_d)
-        h[j] = max(_begin(mode, 0, j), d)
+        d = _mx(h[j - 1] - go_d, d - ge_d)
+        h[j] = _mx(_begin(mode, 0, j), d)
         e[j] = NEG
     if mode == SEMIGLOBAL:
-        best = max(best, h[lt])
-    for i in range(1, lq + 1):
-        row = S[i - 1]
-        # pass 1 (vectorisable): t[j] = max(M, I) at (i, j)
-        e0 = max(h[0] - go_i, e[0] - ge_i)
-        t[0] = max(_begin(mode, i, 0), e0)
-        if local:
-            rb = NEG
-            for j in range(1, lt + 1):
-                m = max(h[j - 1], z) + row[j - 1]
-                rb = max(rb, m)
-                ej = max(h[j] - go_i, e[j] - ge_i)
-                e[j] = ej
-                t[j] = max(m, ej)
-            best = max(best, rb)
+        best = _mx(best, h[lt])
+    i = 1
+    while i <= lq:
+        _pass1(S[i - 1], h, e, t, colbest, go_i, ge_i, z, _begin(mode, i, 0))
+        if i < lq:
+            h_i_end = _pass2_pair(
+                S[i], h, e, t, colbest, go_i, ge_i, go_d, ge_d, z, _begin(mode, i + 1, 0)
+            )
+            if mode == SEMIGLOBAL:
+                best = _mx(best, h_i_end)
+            i += 1
         else:
-            for j in range(1, lt + 1):
-                m = h[j - 1] + row[j - 1]
-                ej = max(h[j] - go_i, e[j] - ge_i)
-                e[j] = ej
-                t[j] = max(m, ej)
-        e[0] = e0
-        # pass 2 (sequential): D and H
-        h[0] = t[0]
-        d = NEG
-        tprev = t[0]
-        for j in range(1, lt + 1):
-            d = max(tprev - go_d, d - ge_d)
-            tj = t[j]
-            h[j] = max(tj, d)
-            tprev = tj
+            _pass2(h, t, go_d, ge_d)
         if mode == SEMIGLOBAL and i < lq:
-            best = max(best, h[lt])
-        elif mode == GLOCAL and i == lq or mode == SEMIGLOBAL:
+            best = _mx(best, h[lt])
+        elif (mode == GLOCAL or mode == SEMIGLOBAL) and i == lq:
             for j in range(lt + 1):
-                best = max(best, h[j])
+                best = _mx(best, h[j])
         elif mode == GLOBAL and i == lq:
             best = h[lt]
+        i += 1
+    if local:
+        for j in range(1, lt + 1):
+            best = _mx(best, colbest[j])
     return best

@@ -322,7 +322,7 @@ def path_score(
     t_matched[p[:, 1]] = True
     next_i = np.full(lt + 1, lq, dtype=np.int64)
     next_i[p[:, 1]] = p[:, 0]
-    next_i = np.ascontiguousarray(np.minimum.accumulate(next_i[::-1])[::-1][:lt])
+    next_i = np.minimum.accumulate(next_i[::-1])[::-1][:lt].copy()
     q_gap = ~q_matched
     t_gap = ~t_matched
     if mode == "local":
