@@ -145,7 +145,7 @@ _descriptions = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_
 _sequences = st.text(st.sampled_from("ACDEFGHIKLMNPQRSTVWYXacdefgwy-."), min_size=1, max_size=150)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     records=st.lists(st.tuples(_ids, _descriptions, _sequences), min_size=1, max_size=6,
                      unique_by=lambda t: t[0]),

@@ -160,7 +160,7 @@ def _a3m_msas(draw: st.DrawFn) -> MSA:
     return MSA(ids, rows, descriptions, insertions=inserts)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(msa=_a3m_msas())
 def test_a3m_round_trip_hypothesis(tmp_path: Path, msa: MSA) -> None:
     path = tmp_path / "rt.a3m"

@@ -1,0 +1,161 @@
+"""BLAST tabular output (``-outfmt 6``), optionally with the aligned strings appended.
+
+Numbers are formatted the way BLAST+ writes its tabular output: percent identity with three
+decimals; the E-value ``0.0`` below 1e-180, ``%.2e`` below 0.0009, then ``%.3f``, ``%.2f``,
+``%.1f`` and ``%.0f`` for the bands up to 0.1, 1, 10 and above; the bit score ``%.1f`` up to 99.9,
+then truncated to an integer, ``%.3e`` above 9999.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, TextIO
+
+from homalign.errors import InputError
+from homalign.io._text import PathLike, check_readable, numbered_lines
+from homalign.io.atomic import atomic_write
+
+BLAST_TAB_COLUMNS = (
+    "qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart",
+    "send", "evalue", "bitscore",
+)
+EXTRA_COLUMNS = ("qaln", "taln")
+_TYPES = (str, str, float, int, int, int, int, int, int, int, float, float)
+
+
+@dataclass(frozen=True, slots=True)
+class TabularHit:
+    """One line of ``-outfmt 6``: the 12 standard columns plus optional aligned strings.
+
+    Positions are 1-based and inclusive, as BLAST writes them.
+    """
+
+    qseqid: str
+    sseqid: str
+    pident: float
+    length: int
+    mismatch: int
+    gapopen: int
+    qstart: int
+    qend: int
+    sstart: int
+    send: int
+    evalue: float
+    bitscore: float
+    qaln: str | None = None
+    taln: str | None = None
+
+
+def format_evalue(evalue: float) -> str:
+    """An E-value as BLAST+ tabular output writes it."""
+    if evalue < 1.0e-180:
+        return "0.0"
+    if evalue < 0.0009:
+        return f"{evalue:.2e}"
+    if evalue < 0.1:
+        return f"{evalue:.3f}"
+    if evalue < 1.0:
+        return f"{evalue:.2f}"
+    if evalue < 10.0:
+        return f"{evalue:.1f}"
+    return f"{evalue:.0f}"
+
+
+def format_bitscore(bits: float) -> str:
+    """A bit score as BLAST+ writes it (``%.1f``, truncated integer above 99.9, ``%.3e`` > 9999)."""
+    if bits > 9999:
+        return f"{bits:.3e}"
+    if bits > 99.9:
+        return str(int(bits))
+    return f"{bits:.1f}"
+
+
+def _check_extra(extra: Sequence[str]) -> tuple[str, ...]:
+    extra = tuple(extra)
+    unknown = [name for name in extra if name not in EXTRA_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown extra columns {unknown}; known: {list(EXTRA_COLUMNS)}")
+    return extra
+
+
+def format_hit(hit: TabularHit, extra: Sequence[str] = ()) -> str:
+    """One tab-separated line (with its newline)."""
+    fields = [
+        hit.qseqid, hit.sseqid, f"{hit.pident:.3f}", str(hit.length), str(hit.mismatch),
+        str(hit.gapopen), str(hit.qstart), str(hit.qend), str(hit.sstart), str(hit.send),
+        format_evalue(hit.evalue), format_bitscore(hit.bitscore),
+    ]
+    for name in extra:
+        value = getattr(hit, name)
+        if value is None:
+            raise ValueError(f"hit {hit.qseqid}/{hit.sseqid} has no {name!r} to write")
+        fields.append(value)
+    for value in fields:
+        if not value or "\t" in value or "\n" in value:
+            raise ValueError(f"hit {hit.qseqid}/{hit.sseqid}: field {value!r} is empty or "
+                             "contains a tab or line break")
+    if hit.qseqid.startswith("#"):
+        raise ValueError(f"qseqid {hit.qseqid!r} starts with '#' (read back as a comment line)")
+    return "\t".join(fields) + "\n"
+
+
+def write_blast_tab(
+    path_or_stream: PathLike | TextIO, hits: Iterable[TabularHit], extra: Sequence[str] = ()
+) -> int:
+    """Write hits as BLAST tabular lines; ``extra`` may name ``("qaln", "taln")``.
+
+    A path is written atomically; a text stream (e.g. ``sys.stdout``) is written to directly.
+
+    Returns:
+        The number of hits written.
+    """
+    extra = _check_extra(extra)
+    if isinstance(path_or_stream, str | os.PathLike):
+        with atomic_write(path_or_stream) as handle:
+            return _write_lines(handle, hits, extra)
+    return _write_lines(path_or_stream, hits, extra)
+
+
+def _write_lines(handle: IO[str], hits: Iterable[TabularHit], extra: tuple[str, ...]) -> int:
+    n = 0
+    for hit in hits:
+        handle.write(format_hit(hit, extra))
+        n += 1
+    return n
+
+
+def read_blast_tab(path: PathLike, extra: Sequence[str] = ()) -> Iterator[TabularHit]:
+    """Stream the hits of a BLAST tabular file (``#`` comment lines and blank lines skipped).
+
+    Raises:
+        InputError: a line with the wrong number of fields or a field that is not a number
+            (naming file, line, record ``qseqid/sseqid`` and the 1-based field).
+    """
+    check_readable(path)
+    return _iter_hits(path, _check_extra(extra))
+
+
+def _iter_hits(path: PathLike, extra: tuple[str, ...]) -> Iterator[TabularHit]:
+    n_fields = len(BLAST_TAB_COLUMNS) + len(extra)
+    for number, line in numbered_lines(path):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) != n_fields:
+            raise InputError(f"expected {n_fields} tab-separated fields "
+                             f"({' '.join(BLAST_TAB_COLUMNS + extra)}), found {len(fields)}",
+                             path=path, line=number)
+        record = f"{fields[0]}/{fields[1]}"
+        values: list[object] = []
+        for k, (name, kind) in enumerate(zip(BLAST_TAB_COLUMNS, _TYPES, strict=True)):
+            try:
+                values.append(kind(fields[k]))
+            except ValueError:
+                raise InputError(f"column {name!r}: not {'an integer' if kind is int else 'a number'}"
+                                 f": {fields[k]!r}", path=path, line=number, record=record,
+                                 column=k + 1) from None
+        extras = dict(zip(extra, fields[len(BLAST_TAB_COLUMNS):], strict=True))
+        yield TabularHit(*values, **extras)  # type: ignore[arg-type]
+
