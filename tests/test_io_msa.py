@@ -168,3 +168,18 @@ def test_a3m_round_trip_hypothesis(tmp_path: Path, msa: MSA) -> None:
     back = read_a3m(path)
     assert back == msa
     np.testing.assert_array_equal(back.insertion_lengths(), msa.insertion_lengths())
+
+
+def test_a3m_hhsuite_annotation_rows(tmp_path: Path) -> None:
+    text = "#A3M#\n>ss_pred PSIPRED\nCHHE\n>ss_conf\n8996\n>q\nACDE\n>t\nAkC-E\n"
+    msa = read_a3m(_write(tmp_path, text, "ss.a3m"))
+    assert msa.ids == ["q", "t"]
+    assert msa.rows == ["ACDE", "AC-E"]
+    assert msa.annotations == {"hhsuite": {"ss_pred": "CHHE", "ss_conf": "8996"}}
+    out = tmp_path / "out.a3m"
+    write_a3m(out, msa)
+    assert read_a3m(out) == msa
+    bad = _write(tmp_path, ">ss_pred\nCHH\n>q\nACDE\n", "bad.a3m")
+    with pytest.raises(InputError) as info:
+        read_a3m(bad)
+    assert f"{bad}:1" in str(info.value) and "record 'ss_pred'" in str(info.value)

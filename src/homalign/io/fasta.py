@@ -37,13 +37,19 @@ class FastaRecord:
 
 
 def parse_fasta(
-    path: PathLike, *, unique: bool = True, skip_hash_header: bool = False
+    path: PathLike,
+    *,
+    unique: bool = True,
+    skip_hash_header: bool = False,
+    free_text_ids: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[FastaRecord, int]]:
     """Yield ``(record, header_line_number)`` for each record of a FASTA file.
 
     The engine behind :func:`read_fasta` and the MSA readers (which need line numbers for
     their own checks). ``skip_hash_header`` skips ``#`` lines before the first record
     (HH-suite A3M headers). Lines starting with ``;`` (old FASTA comments) are skipped.
+    Records whose id is in ``free_text_ids`` (HH-suite's ``ss_conf`` rows hold digits) accept
+    any non-space character.
     """
     seen: dict[str, int] = {}
     header_line = 0
@@ -93,7 +99,7 @@ def parse_fasta(
         at_top = False
         if rec_id is None:
             raise InputError("sequence data before the first '>' header", path=path, line=number)
-        bad = _BAD_CHAR.search(line)
+        bad = None if rec_id in free_text_ids else _BAD_CHAR.search(line)
         if bad is not None:
             raise InputError(f"invalid character {bad.group()!r} in sequence", path=path,
                              line=number, record=rec_id, column=bad.start() + 1)

@@ -10,6 +10,11 @@ column, and keeps them in :attr:`MSA.insertions`:
 match column ``k`` (``k = 0 .. n_cols``; slot ``n_cols`` holds the residues after the last match
 column). :meth:`MSA.insertion_lengths` gives the lengths as an ``int32 (n_seqs, n_cols + 1)``
 array, and :func:`write_a3m` writes them back, so an A3M round-trips exactly.
+
+HH-suite annotation rows (``>ss_pred``, ``>ss_conf``, ``>ss_dssp``, ``>sa_dssp``, written before
+the query) are not sequences: :func:`read_a3m` moves them, match columns only, to
+``msa.annotations["hhsuite"]`` ({name: row}) and the first *other* row defines the match
+columns; :func:`write_a3m` writes them back first.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from homalign.io.atomic import atomic_write
 from homalign.io.fasta import FastaRecord, format_fasta, parse_fasta
 
 GAP_CHARS = "-."
+HHSUITE_ROWS = frozenset({"ss_pred", "ss_conf", "ss_dssp", "sa_dssp"})
 _A3M_INSERT = re.compile(r"[a-z.]")
 
 
@@ -233,6 +239,9 @@ def read_a3m(path: PathLike, *, unique: bool = False) -> MSA:
         An :class:`MSA` whose rows are the match states (equal length, defined by the first
         row) and whose :attr:`MSA.insertions` keep the removed insert states.
 
+    HH-suite annotation rows before the query (``ss_pred``, ``ss_conf``, ...) go to
+    ``annotations["hhsuite"]`` (see the module docstring).
+
     Args:
         unique: reject repeated ids (off by default: HHblits may report one database
             sequence several times).
@@ -246,14 +255,28 @@ def read_a3m(path: PathLike, *, unique: bool = False) -> MSA:
     matches: list[str] = []
     inserts: list[list[str]] = []
     descriptions: list[str] = []
-    for record, line in parse_fasta(path, unique=unique, skip_hash_header=True):
+    hhsuite: dict[str, str] = {}
+    hh_lines: dict[str, int] = {}
+    for record, line in parse_fasta(path, unique=unique, skip_hash_header=True,
+                                    free_text_ids=HHSUITE_ROWS):
         match, slots = split_a3m_row(record.sequence)
+        if record.id in HHSUITE_ROWS and not ids:
+            hhsuite[record.id] = match
+            hh_lines[record.id] = line
+            continue
         _check_a3m_row(len(ids), record.id, record.sequence, match, matches, path, line)
         ids.append(record.id)
         matches.append(match)
         inserts.append(slots)
         descriptions.append(record.description)
-    return MSA(ids, matches, descriptions, insertions=inserts)
+    if not ids:
+        raise InputError("A3M file has annotation rows but no sequences", path=path)
+    for name, row in hhsuite.items():
+        if len(row) != len(matches[0]):
+            raise InputError(f"HH-suite row has {len(row)} columns, the query has "
+                             f"{len(matches[0])}", path=path, line=hh_lines[name], record=name)
+    annotations = {"hhsuite": hhsuite} if hhsuite else {}
+    return MSA(ids, matches, descriptions, insertions=inserts, annotations=annotations)
 
 
 def write_a3m(path: PathLike, msa: MSA) -> None:
@@ -264,5 +287,7 @@ def write_a3m(path: PathLike, msa: MSA) -> None:
     """
     rows = msa.to_a3m_rows()
     with atomic_write(path) as handle:
+        for name, row in msa.annotations.get("hhsuite", {}).items():
+            handle.write(f">{name}\n{row}\n")
         for rid, row, desc in zip(msa.ids, rows, msa.descriptions, strict=True):
             handle.write(format_fasta(FastaRecord(rid, desc, row), 0))
