@@ -1,0 +1,102 @@
+"""Posteriors (homalign.dp.posterior) against brute-force enumeration of all alignments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from homalign.dp import GapCosts, align, align_score
+from homalign.dp.posterior import forward_backward, log_partition, mac_align, posterior_matrix
+from test_dp_bruteforce import brute_posterior, random_gap_vectors
+
+MODES = ["local", "global", "glocal", "semiglobal"]
+
+
+def tiny_problem(seed: int):
+    rng = np.random.default_rng(seed)
+    lq, lt = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    S = rng.normal(0.0, 1.5, size=(lq, lt)).astype(np.float32)
+    vecs = random_gap_vectors(rng, lq, lt)
+    return S, vecs, GapCosts(**vecs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), temperature=st.sampled_from([0.5, 1.0, 2.0]))
+def test_posterior_equals_brute_force(mode, seed, temperature):
+    S, vecs, gaps = tiny_problem(seed)
+    P_ref, log_z_ref = brute_posterior(S, vecs, mode, temperature)
+    P, log_z = forward_backward(S, gaps, mode=mode, temperature=temperature)
+    assert P.dtype == np.float32 and P.shape == S.shape
+    np.testing.assert_allclose(P, P_ref, rtol=1e-4, atol=1e-6)
+    assert log_z == pytest.approx(log_z_ref, rel=1e-9, abs=1e-9)
+    assert log_partition(S, gaps, mode, temperature) == pytest.approx(log_z)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_posterior_is_a_probability(mode):
+    rng = np.random.default_rng(3)
+    S = rng.normal(0.0, 2.0, size=(40, 55)).astype(np.float32)
+    P = posterior_matrix(S, GapCosts.uniform(40, 55, open=2.0, extend=0.5), mode=mode)
+    assert np.all(P >= 0.0)
+    assert np.all(P.sum(axis=1) <= 1.0 + 1e-5)
+    assert np.all(P.sum(axis=0) <= 1.0 + 1e-5)
+    assert P.max() > 0.05
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_low_temperature_recovers_viterbi(mode):
+    rng = np.random.default_rng(11)
+    S = rng.normal(0.0, 3.0, size=(25, 30)).astype(np.float32)
+    gaps = GapCosts.uniform(25, 30, open=4.0, extend=1.0)
+    best = align_score(S, gaps, mode)
+    # T log Z = best + T log(#near-optimal alignments) >= best
+    approx = 0.01 * log_partition(S, gaps, mode, temperature=0.01)
+    assert best - 1e-4 <= approx <= best + 0.05
+    # and the posterior concentrates on the optimal path
+    res = align(S, gaps, mode)
+    P = posterior_matrix(S, gaps, mode, temperature=0.01)
+    if len(res.pairs):
+        assert P[res.pairs[:, 0], res.pairs[:, 1]].min() > 0.9
+
+
+def test_mac_align_on_diagonal():
+    P = np.full((6, 8), 0.01, np.float32)
+    for k in range(6):
+        P[k, k + 1] = 0.9
+    res = mac_align(P, threshold=0.3)
+    assert res.pairs.tolist() == [[k, k + 1] for k in range(6)]
+    assert res.cigar == "6M"
+    assert res.score == pytest.approx(6 * 0.6, rel=1e-6)
+
+
+def test_mac_align_skips_low_posteriors_and_bridges_gaps():
+    P = np.zeros((5, 5), np.float32)
+    P[0, 0] = P[1, 1] = 0.8
+    P[3, 2] = P[4, 4] = 0.7  # free gaps between confident pairs
+    P[2, 2] = 0.2  # below threshold: not aligned
+    res = mac_align(P, threshold=0.3)
+    assert res.pairs.tolist() == [[0, 0], [1, 1], [3, 2], [4, 4]]
+    assert res.score == pytest.approx(0.5 + 0.5 + 0.4 + 0.4, rel=1e-6)
+
+
+def test_mac_align_on_real_posteriors_has_high_accuracy():
+    # a target that is the query with two insertions; the posterior decoding recovers the pairs
+    rng = np.random.default_rng(5)
+    base = rng.normal(-1.0, 1.0, size=(30, 32)).astype(np.float32)
+    truth = [(i, i + (i >= 10) + (i >= 20)) for i in range(30)]
+    for i, j in truth:
+        base[i, j] = 4.0
+    P = posterior_matrix(base, GapCosts.uniform(30, 32, open=3.0, extend=1.0), "local")
+    res = mac_align(P, threshold=0.3)
+    assert set(map(tuple, res.pairs.tolist())) == set(truth)
+
+
+def test_bad_temperature():
+    S = np.zeros((2, 2), np.float32)
+    with pytest.raises(ValueError, match="temperature"):
+        posterior_matrix(S, GapCosts.uniform(2, 2), temperature=0.0)
+    with pytest.raises(ValueError, match="2-D"):
+        mac_align(np.zeros(3, np.float32))
