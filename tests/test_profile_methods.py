@@ -1,0 +1,114 @@
+"""Profile methods through the registry, homalign.align and the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import homalign
+from homalign.errors import InputError
+from homalign.methods import get_method, method_names
+from homalign.sequence import Sequence
+
+Q = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAEWWHRT")
+T = Sequence("t", "MKVLAAGIVALLLSGCSSHKEEAPKAEAAPAEEKTEKAE")
+A3M = ">q\nMKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAEWWHRT\n" \
+      ">h1\nMKILAAGVVGLLLAGCTSHKDEAPKAEEAAPSAEEKTEKAEWWHRS\n" \
+      ">h2\n---LSAGIVGLLLAGCSSHRDEAPKAdEE--PAAEEKSEKAEW----\n"
+
+PROFILE_METHODS = ("pssm", "profile-profile", "compass", "prof-sim", "hhm", "hmm")
+
+
+def test_registered():
+    names = method_names()
+    for name in (*PROFILE_METHODS, "hhm-mac"):
+        assert name in names
+    assert get_method("pssm").kind == "profile" and get_method("hhm").kind == "hmm"
+
+
+def test_single_sequence_without_pseudocounts_reproduces_sw():
+    sw = homalign.align(Q, T, method="sw")
+    ps = homalign.align(Q, T, method="pssm", pseudocounts="none", pssm_kind="average")
+    assert ps.score == pytest.approx(sw.score)
+    np.testing.assert_array_equal(ps.pairs, sw.pairs)
+
+
+def test_single_sequence_logodds_pssm_close_to_sw():
+    sw = homalign.align(Q, T, method="sw")
+    ps = homalign.align(Q, T, method="pssm")
+    assert abs(ps.score - sw.score) <= 0.45 * sw.length
+    assert len(set(map(tuple, ps.pairs)) & set(map(tuple, sw.pairs))) >= 0.9 * sw.length
+
+
+@pytest.mark.parametrize("method", PROFILE_METHODS)
+def test_each_method_aligns_homologs(method):
+    aln = homalign.align(Q, T, method=method)
+    assert aln.method == method
+    assert aln.length >= 30
+    # the homologous region is found: most pairs sit near the diagonal of the shared prefix
+    assert np.mean(np.abs(aln.pairs[:, 0] - aln.pairs[:, 1]) <= 2) > 0.9
+
+
+def test_compass_is_symmetric_for_single_sequences():
+    a = homalign.align(Q, T, method="compass")
+    b = homalign.align(T, Q, method="compass")
+    assert a.score == pytest.approx(b.score, rel=1e-5)
+
+
+def test_msa_files_change_the_profile(tmp_path):
+    path = tmp_path / "q.a3m"
+    path.write_text(A3M)
+    single = homalign.align(Q, T, method="pssm")
+    with_msa = homalign.align(Q, T, method="pssm", query_msa=str(path))
+    assert with_msa.score != single.score
+    hh = homalign.align(Q, T, method="hhm", query_msa=str(path))
+    assert hh.length >= 30
+    hm = homalign.align(Q, T, method="hmm", query_msa=str(path))
+    assert hm.length >= 30
+    # a directory of <id>.a3m files is used for whichever side has one
+    d = homalign.align(Q, T, method="pssm", msa=str(tmp_path))
+    assert d.score == pytest.approx(with_msa.score)
+
+
+def test_msa_for_another_sequence_is_rejected(tmp_path):
+    path = tmp_path / "other.a3m"
+    path.write_text(">x\nMKVLAAGIV\n>y\nMKVLSAGIV\n")
+    with pytest.raises(InputError, match="not the sequence"):
+        homalign.align(Q, T, method="pssm", query_msa=str(path))
+
+
+def test_iterative_needs_a_database():
+    with pytest.raises(ValueError, match="db="):
+        homalign.align(Q, T, method="pssm", msa="iterative:2")
+
+
+def test_hhm_file_as_query(tmp_path):
+    from test_profile_formats import HHM
+
+    path = tmp_path / "q.hhm"
+    path.write_text(HHM)
+    aln = homalign.align(Sequence("q", "MKVLA"), Sequence("t", "GGMKVLAGG"), method="hhm",
+                         query_hhm=str(path))
+    assert [tuple(p) for p in aln.pairs] == [(0, 2), (1, 3), (2, 4), (3, 5), (4, 6)]
+
+
+def test_hhm_mac_when_posteriors_exist():
+    m = get_method("hhm-mac")
+    if m.available() is not None:
+        pytest.skip(m.available())
+    aln = homalign.align(Q, T, method="hhm-mac")
+    assert aln.length >= 30
+    assert np.mean(np.abs(aln.pairs[:, 0] - aln.pairs[:, 1]) <= 2) > 0.9
+
+
+@pytest.mark.parametrize("method", ["pssm", "compass", "hhm", "hmm"])
+def test_cli_align(tmp_path, capsys, method):
+    from homalign.cli import main
+
+    q = tmp_path / "q.fa"
+    t = tmp_path / "t.fa"
+    q.write_text(f">q\n{Q.residues}\n")
+    t.write_text(f">t\n{T.residues}\n")
+    assert main(["align", str(q), str(t), "--method", method]) == 0
+    out = capsys.readouterr().out
+    assert "q" in out and "t" in out and "MKVLAAGIV" in out
