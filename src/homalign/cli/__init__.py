@@ -12,7 +12,7 @@ import sys
 
 from homalign.errors import HomalignError
 
-VERBS = ("align", "benchmark", "train")
+VERBS = ("align",)
 
 
 def build_parser() -> argparse.ArgumentParser:
