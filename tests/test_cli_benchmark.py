@@ -1,0 +1,79 @@
+"""``homalign benchmark`` through the CLI entry point."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+
+import pytest
+
+from homalign.cli import build_parser, main
+from homalign.cli.benchmark import default_methods, method_options, run_alignment
+from homalign.evaluate import bundled_homstrad_dev
+from homalign.methods import METHODS, Method, get_method
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fams")
+    for fam in ("P", "PAN"):
+        shutil.copytree(bundled_homstrad_dev() / fam, root / fam)
+    return root
+
+
+def test_benchmark_alignment_end_to_end(data_dir, tmp_path, capsys):
+    out = tmp_path / "bench"
+    rc = main(["benchmark", "alignment", "--data", str(data_dir), "--methods", "sw,nw",
+               "--out", str(out), "--max-pairs", "2", "--no-progress"])
+    assert rc == 0
+    with open(out / "summary.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["method"] for r in rows] == ["sw", "nw"]
+    assert all(r["pairs"] == "2" for r in rows)
+    assert (out / "pairs.csv").is_file() and (out / "f1_vs_identity.png").is_file()
+    printed = capsys.readouterr().out
+    assert "balanced" in printed and "nw" in printed
+
+
+def test_bad_data_dir_is_a_one_line_error(tmp_path, capsys):
+    rc = main(["benchmark", "alignment", "--data", str(tmp_path / "absent"), "--methods", "sw",
+               "--out", str(tmp_path / "o"), "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "absent" in err[0]
+
+
+def test_bare_benchmark_defaults_to_alignment_on_bundled_data():
+    args = build_parser().parse_args(["benchmark"])
+    assert args._benchmark_run is run_alignment
+    assert args.data is None and args.methods is None
+    assert args.out == "homalign-benchmark" and args.jobs == 1 and args.max_pairs is None
+    methods = default_methods()
+    assert methods[:2] == ["sw", "nw"]
+    for name in methods[2:]:
+        assert get_method(name).kind == "peer" and get_method(name).available() is None
+
+
+def test_msa_and_db_pass_through(data_dir, tmp_path, monkeypatch):
+    seen: list[dict] = []
+    nw = get_method("nw")
+
+    def recording_align(query, target, **options):
+        seen.append(options)
+        return nw.align(query, target, **options)
+
+    monkeypatch.setitem(METHODS, "recorder", Method("recorder", "profile", "records options",
+                                                    recording_align))
+    rc = main(["benchmark", "alignment", "--data", str(data_dir), "--methods", "recorder",
+               "--out", str(tmp_path), "--max-pairs", "1", "--no-progress",
+               "--msa", "iterative:2", "--db", "db.fa"])
+    assert rc == 0
+    assert seen and all(o == {"msa": "iterative:2", "db": "db.fa"} for o in seen)
+    assert method_options(build_parser().parse_args(["benchmark", "alignment"])) == {}
+
+
+@pytest.mark.parametrize("bad", [["--msa", "iterative"], ["--msa", "profile"], ["--jobs", "0"],
+                                 ["--max-pairs", "-1"]])
+def test_bad_options_are_rejected(bad):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["benchmark", "alignment", *bad])
