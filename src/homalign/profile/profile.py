@@ -186,9 +186,9 @@ class Profile:
         n, L = codes.shape
         w = henikoff_weights(codes) if weights is None else np.asarray(weights, float) / np.sum(weights)
         # weighted expanded counts per column: (L, 20)
-        onehot_w = np.zeros((L, N_CODES + 1), dtype=np.float64)
-        np.add.at(onehot_w, (np.broadcast_to(np.arange(L), codes.shape), codes),
-                  np.broadcast_to(w[:, None], codes.shape))
+        flat = (np.arange(L)[None, :] * (N_CODES + 1) + codes).ravel()
+        onehot_w = np.bincount(flat, weights=np.broadcast_to(w[:, None], codes.shape).ravel(),
+                               minlength=L * (N_CODES + 1)).reshape(L, N_CODES + 1)
         counts = onehot_w @ EXPAND
         cov = counts.sum(axis=1)
         freqs = np.divide(counts, cov[:, None], out=np.zeros_like(counts), where=cov[:, None] > 0)

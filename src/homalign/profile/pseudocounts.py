@@ -93,13 +93,15 @@ def _mixture_posterior(counts, alpha, log_q, out):  # pragma: no cover - compile
     lg_alpha = np.zeros(K)
     for k in range(K):
         s = 0.0
-        g = 0.0
         for a in range(A):
             s += alpha[k, a]
-            g += math.lgamma(alpha[k, a])
         alpha_sum[k] = s
-        lg_alpha[k] = math.lgamma(s) - g  # -log B(alpha_k)
+        lg_alpha[k] = math.lgamma(s)  # with the lg_a terms below: -log B(alpha_k) + log B(...)
     logp = np.zeros(K)
+    lg_a = np.zeros((K, A))
+    for k in range(K):
+        for a in range(A):
+            lg_a[k, a] = math.lgamma(alpha[k, a])
     for i in range(L):
         n = 0.0
         for a in range(A):
@@ -108,7 +110,9 @@ def _mixture_posterior(counts, alpha, log_q, out):  # pragma: no cover - compile
         for k in range(K):
             v = log_q[k] + lg_alpha[k] - math.lgamma(alpha_sum[k] + n)
             for a in range(A):
-                v += math.lgamma(alpha[k, a] + counts[i, a])
+                c = counts[i, a]
+                if c > 0.0:  # lgamma(alpha + 0) cancels against the prior's lgamma(alpha)
+                    v += math.lgamma(alpha[k, a] + c) - lg_a[k, a]
             logp[k] = v
             if v > best:
                 best = v

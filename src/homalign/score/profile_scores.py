@@ -11,8 +11,9 @@ Every function returns a float32 C-contiguous ``(Lq, Lt)`` matrix for :func:`hom
 * :func:`prof_sim_scores` — PROF_SIM-like (Yona & Levitt, JMB 315:1257, 2002): the similarity of
   two distributions ``sim = (1 - D_JS(p, q)) * (1 + D_JS(r, P0)) / 2`` with ``r = (p + q) / 2``,
   ``P0`` the background and Jensen–Shannon divergences in bits; sim lies in [0, 1], so a local
-  alignment uses ``scale * (sim - shift)``. Entropies of all ``(p_i + q_j) / 2`` are evaluated on
-  an (rows, Lt, 20) block at a time (vectorised, bounded memory).
+  alignment uses ``scale * (sim - shift)``. Entropies of all ``(p_i + q_j) / 2`` are evaluated by
+  a fused compiled kernel (:func:`prof_sim_similarity`); :func:`prof_sim_similarity_numpy` is the
+  same in blocks of numpy broadcasting, kept as the reference.
 * :func:`hhsearch_scores` — HHsearch (Söding, Bioinformatics 21:951, 2005):
   ``S[i, j] = log2 sum_a q_i(a) p_j(a) / f(a) + shift`` — one matrix product.
 """
@@ -20,6 +21,8 @@ Every function returns a float32 C-contiguous ``(Lq, Lt)`` matrix for :func:`hom
 from __future__ import annotations
 
 import numpy as np
+
+from homalign.score._kernels import abt, prof_sim
 
 _BLOCK_CELLS = 1 << 21  # cells of the (rows, Lt, 20) block PROF_SIM evaluates at once
 
@@ -44,8 +47,8 @@ def compass_scores(
     t_lo = np.log(np.maximum(t_probs, 1e-12) / bg)
     qn = np.asarray(q_n, dtype=np.float64)[:, None]
     tn = np.asarray(t_n, dtype=np.float64)[:, None]
-    A = (qn * q_freqs) @ t_lo.T
-    B = q_lo @ (tn * t_freqs).T
+    A = abt(np.ascontiguousarray(qn * q_freqs), np.ascontiguousarray(t_lo))
+    B = abt(np.ascontiguousarray(q_lo), np.ascontiguousarray(tn * t_freqs))
     return _f32((A + B) / (qn + tn.T) / lam)
 
 
@@ -57,6 +60,13 @@ def _entropy_bits(x: np.ndarray) -> np.ndarray:
 
 def prof_sim_similarity(p: np.ndarray, q: np.ndarray, background: np.ndarray) -> np.ndarray:
     """(Lq, Lt) PROF_SIM similarity in [0, 1] of every pair of rows of p (Lq, 20), q (Lt, 20)."""
+    return prof_sim(np.ascontiguousarray(p, dtype=np.float64),
+                    np.ascontiguousarray(q, dtype=np.float64),
+                    np.ascontiguousarray(background, dtype=np.float64))
+
+
+def prof_sim_similarity_numpy(p: np.ndarray, q: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """:func:`prof_sim_similarity` by numpy broadcasting over (rows, Lt, 20) blocks."""
     p = np.asarray(p, dtype=np.float32)
     q = np.asarray(q, dtype=np.float32)
     bg = np.asarray(background, dtype=np.float32)
@@ -89,5 +99,6 @@ def hhsearch_scores(
 ) -> np.ndarray:
     """``scale * (log2 sum_a q_i(a) t_j(a) / f(a) + shift)`` for all column pairs."""
     bg = np.asarray(background, dtype=np.float64)
-    m = (np.asarray(q_probs, dtype=np.float64) / bg) @ np.asarray(t_probs, dtype=np.float64).T
+    m = abt(np.ascontiguousarray(np.asarray(q_probs, dtype=np.float64) / bg),
+            np.ascontiguousarray(t_probs, dtype=np.float64))
     return _f32(scale * (np.log2(np.maximum(m, 1e-30)) + shift))
