@@ -15,6 +15,7 @@ METHODS: dict[str, Method] = {}
 # Modules that register methods when imported (kept lazy: peers and torch load only on demand).
 _PROVIDERS = (
     "homalign.methods.sequence",
+    "homalign.methods.profile",
 )
 _loaded = False
 
