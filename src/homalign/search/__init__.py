@@ -1,0 +1,38 @@
+"""Database search: ranked hits with E-values for a query against a protein database.
+
+Contract (other modules rely on these names)::
+
+    from homalign.search import SequenceDB, Hit, search
+    db = SequenceDB.from_fasta(path)          # or SequenceDB.load(dbdir) for a makedb directory
+    hits = search(query, db, method="sw", evalue=10.0, max_hits=500, prefilter=True,
+                  query_rep=None, **method_options)
+    # query: homalign.sequence.Sequence; method: a registry name (homalign.methods.get_method);
+    # query_rep: an already prepared query representation (e.g. a Profile) passed to
+    #   method.score instead of method.prepare(query)
+    # Hit: .target_id, .alignment (homalign.alignment.Alignment), .score, .bits, .evalue;
+    #   sorted by evalue then score
+
+Also: :func:`makedb` (an on-disk database directory with a k-mer index), :func:`search_many`
+(many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text) and
+:func:`homalign.search.ray_backend.search_ray` (the same search sharded over Ray workers).
+E-value statistics live in :mod:`homalign.stats`.
+"""
+
+from homalign.search.database import SequenceDB, makedb, open_database
+from homalign.search.engine import TargetReps, search, search_many
+from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, rank_hits, write_hits
+from homalign.search.prefilter import prefilter
+
+__all__ = [
+    "BLAST_TAB_COLUMNS",
+    "Hit",
+    "SequenceDB",
+    "TargetReps",
+    "makedb",
+    "open_database",
+    "prefilter",
+    "rank_hits",
+    "search",
+    "search_many",
+    "write_hits",
+]

@@ -1,0 +1,287 @@
+"""A searchable protein database: sequences packed into one code array, plus a k-mer index.
+
+Two forms:
+
+* in memory, :meth:`SequenceDB.from_fasta` / :meth:`SequenceDB.from_sequences` (the k-mer index is
+  built on first use);
+* on disk, a directory written by :func:`makedb` and opened with :meth:`SequenceDB.load`:
+
+  ``manifest.json``  format name and version, k, counts and the SHA-256 of every other file;
+  ``headers.json``   ids and descriptions;
+  ``codes.npy``      uint8 residue codes of all sequences, concatenated (``homalign.alphabet``);
+  ``offsets.npy``    int64 (n + 1) start of each sequence in ``codes``;
+  ``kmer_start.npy`` / ``kmer_seq.npy`` / ``kmer_pos.npy``  the k-mer index (CSR postings).
+
+``makedb`` writes into a hidden temporary directory next to the destination and renames it into
+place, so a crash never leaves a half-written database; ``load`` refuses a directory of another
+format version or whose files do not match the manifest's hashes (cut short or damaged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from homalign.alphabet import N_CODES, decode
+from homalign.errors import InputError
+from homalign.search.prefilter import KmerIndex, build_kmer_index
+from homalign.sequence import Sequence
+
+DB_FORMAT = "homalign-seqdb"
+DB_FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+_ARRAYS = ("codes", "offsets", "kmer_start", "kmer_seq", "kmer_pos")
+
+
+@dataclass
+class SequenceDB:
+    """Protein sequences packed for search.
+
+    ``codes`` holds every sequence's residue codes back to back; sequence ``i`` is
+    ``codes[offsets[i]:offsets[i + 1]]``. ``ids`` are unique.
+    """
+
+    ids: list[str]
+    descriptions: list[str]
+    codes: np.ndarray
+    offsets: np.ndarray
+    source: str | None = None
+    k: int = 3
+    _index: KmerIndex | None = field(default=None, repr=False)
+    _id_to_index: dict[str, int] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.codes = np.ascontiguousarray(self.codes, dtype=np.uint8)
+        self.offsets = np.ascontiguousarray(self.offsets, dtype=np.int64)
+        if len(self.ids) == 0:
+            raise InputError("the database has no sequences", path=self.source)
+        if len(self.offsets) != len(self.ids) + 1 or len(self.descriptions) != len(self.ids):
+            raise InputError("database arrays disagree on the number of sequences",
+                             path=self.source)
+        if self.offsets[0] != 0 or self.offsets[-1] != len(self.codes) or (
+                np.diff(self.offsets) <= 0).any():
+            raise InputError("database offsets are inconsistent", path=self.source)
+        if len(self.codes) and int(self.codes.max()) >= N_CODES:
+            raise InputError("database holds invalid residue codes", path=self.source)
+        seen: dict[str, int] = {}
+        for i, sid in enumerate(self.ids):
+            if sid in seen:
+                raise InputError(f"duplicate sequence id (records {seen[sid] + 1} and {i + 1})",
+                                 path=self.source, record=sid)
+            seen[sid] = i
+        self._id_to_index = seen
+
+    # --- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_sequences(cls, sequences: Iterable[Sequence], source: str | None = None,
+                       k: int = 3) -> SequenceDB:
+        """Pack already validated sequences."""
+        seqs = list(sequences)
+        if not seqs:
+            raise InputError("the database has no sequences", path=source)
+        lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        codes = np.concatenate([s.codes for s in seqs]).astype(np.uint8)
+        return cls([s.id for s in seqs], [s.description for s in seqs], codes, offsets,
+                   source=source, k=k)
+
+    @classmethod
+    def from_fasta(cls, path: str | Path, k: int = 3) -> SequenceDB:
+        """Read a FASTA file (ids must be unique, at least one record)."""
+        from homalign.sequence import read_sequences
+
+        path = Path(path)
+        if not path.exists():
+            raise InputError("no such file", path=path)
+        seqs = read_sequences(path)
+        if not seqs:
+            raise InputError("the database FASTA file has no records", path=path)
+        return cls.from_sequences(seqs, source=str(path), k=k)
+
+    @classmethod
+    def load(cls, dbdir: str | Path, verify: bool = True) -> SequenceDB:
+        """Open a :func:`makedb` directory; ``verify`` checks every file's SHA-256."""
+        dbdir = Path(dbdir)
+        if not dbdir.is_dir():
+            raise InputError("not a database directory", path=dbdir)
+        manifest_path = dbdir / MANIFEST
+        if not manifest_path.exists():
+            raise InputError("not a homalign database (no manifest.json)", path=dbdir)
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except ValueError as exc:
+            raise InputError(f"damaged manifest: {exc}", path=manifest_path) from None
+        if manifest.get("format") != DB_FORMAT:
+            raise InputError(f"not a homalign database (format {manifest.get('format')!r})",
+                             path=manifest_path)
+        version = manifest.get("version")
+        if version != DB_FORMAT_VERSION:
+            raise InputError(
+                f"database format version {version} is not supported (this homalign reads "
+                f"version {DB_FORMAT_VERSION}); rebuild it with `homalign makedb`",
+                path=manifest_path)
+        files = manifest.get("files", {})
+        for name in ("headers.json", *(f"{a}.npy" for a in _ARRAYS)):
+            p = dbdir / name
+            if name not in files:
+                raise InputError(f"manifest does not list {name}", path=manifest_path)
+            if not p.exists():
+                raise InputError(f"database is incomplete: {name} is missing", path=dbdir)
+            if p.stat().st_size != files[name]["size"]:
+                raise InputError(f"database is cut short or damaged: {name} has "
+                                 f"{p.stat().st_size} bytes, manifest says {files[name]['size']}",
+                                 path=dbdir)
+            if verify and _sha256(p) != files[name]["sha256"]:
+                raise InputError(f"database is damaged: {name} does not match its hash",
+                                 path=dbdir)
+        try:
+            headers = json.loads((dbdir / "headers.json").read_text())
+            arrays = {a: np.load(dbdir / f"{a}.npy", allow_pickle=False) for a in _ARRAYS}
+        except (ValueError, OSError) as exc:
+            raise InputError(f"database is damaged: {exc}", path=dbdir) from None
+        db = cls(headers["ids"], headers["descriptions"], arrays["codes"], arrays["offsets"],
+                 source=str(dbdir), k=int(manifest["k"]))
+        db._index = KmerIndex(int(manifest["k"]), arrays["kmer_start"], arrays["kmer_seq"],
+                              arrays["kmer_pos"])
+        if db._index.n_postings != int(manifest["n_postings"]) or len(db) != int(
+                manifest["n_sequences"]):
+            raise InputError("database does not match its manifest", path=dbdir)
+        return db
+
+    # --- access -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def total_length(self) -> int:
+        """Number of residues in the database."""
+        return int(self.offsets[-1])
+
+    def index_of(self, seq_id: str) -> int:
+        assert self._id_to_index is not None
+        try:
+            return self._id_to_index[seq_id]
+        except KeyError:
+            raise KeyError(f"no sequence {seq_id!r} in the database") from None
+
+    def codes_of(self, i: int) -> np.ndarray:
+        return self.codes[self.offsets[i]:self.offsets[i + 1]]
+
+    def residues(self, i: int) -> str:
+        return decode(self.codes_of(i))
+
+    def sequence(self, i: int) -> Sequence:
+        """Sequence ``i`` as a :class:`homalign.sequence.Sequence`."""
+        return Sequence(self.ids[i], self.residues(i), self.descriptions[i], source=self.source)
+
+    def __iter__(self):
+        return (self.sequence(i) for i in range(len(self)))
+
+    @property
+    def index(self) -> KmerIndex:
+        """The k-mer index (built on first use for an in-memory database)."""
+        if self._index is None:
+            self._index = build_kmer_index(self.codes, self.offsets, self.k)
+        return self._index
+
+    def subset(self, indices: Iterable[int]) -> SequenceDB:
+        """A new database of the given sequences (in that order), without an index."""
+        idx = [int(i) for i in indices]
+        if not idx:
+            raise InputError("the database subset has no sequences", path=self.source)
+        lengths = self.lengths[idx]
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        codes = np.concatenate([self.codes_of(i) for i in idx])
+        return SequenceDB([self.ids[i] for i in idx], [self.descriptions[i] for i in idx],
+                          codes, offsets, source=self.source, k=self.k)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_file(path: Path, data: bytes | None = None, array: np.ndarray | None = None) -> None:
+    with open(path, "wb") as fh:
+        if array is not None:
+            np.save(fh, array, allow_pickle=False)
+        else:
+            assert data is not None
+            fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = False) -> Path:
+    """Write a database directory for ``fasta`` at ``outdir``; returns ``outdir``.
+
+    Everything is written into a temporary directory beside ``outdir`` and renamed into place at
+    the end, so ``outdir`` is either complete or absent. An existing ``outdir`` is an error unless
+    ``overwrite`` (then it is replaced only after the new one is complete).
+    """
+    from homalign import __version__
+
+    outdir = Path(outdir)
+    if outdir.exists() and not overwrite:
+        raise InputError("output exists (pass overwrite / --force to replace it)", path=outdir)
+    if outdir.exists() and not (outdir / MANIFEST).exists():
+        raise InputError("refusing to replace a directory that is not a homalign database",
+                         path=outdir)
+    db = SequenceDB.from_fasta(fasta, k=k)
+    index = db.index
+    parent = outdir.parent if str(outdir.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=parent))
+    try:
+        headers = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
+        _write_file(tmp / "headers.json", data=headers)
+        arrays = {"codes": db.codes, "offsets": db.offsets, "kmer_start": index.start,
+                  "kmer_seq": index.seq, "kmer_pos": index.pos}
+        for name, arr in arrays.items():
+            _write_file(tmp / f"{name}.npy", array=np.ascontiguousarray(arr))
+        files = {}
+        for name in ("headers.json", *(f"{a}.npy" for a in _ARRAYS)):
+            p = tmp / name
+            files[name] = {"sha256": _sha256(p), "size": p.stat().st_size}
+        manifest = {
+            "format": DB_FORMAT, "version": DB_FORMAT_VERSION, "homalign": __version__,
+            "k": k, "n_sequences": len(db), "n_residues": db.total_length,
+            "n_postings": index.n_postings, "source": str(Path(fasta).resolve()),
+            "source_sha256": _sha256(Path(fasta)), "files": files,
+        }
+        _write_file(tmp / MANIFEST, data=json.dumps(manifest, indent=1).encode())
+        os.chmod(tmp, 0o755)
+        if outdir.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.old-", dir=parent))
+            os.replace(outdir, trash / outdir.name)
+            os.replace(tmp, outdir)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(tmp, outdir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return outdir
+
+
+def open_database(path: str | Path) -> SequenceDB:
+    """A makedb directory or a FASTA file, whichever ``path`` is."""
+    path = Path(path)
+    if path.is_dir():
+        return SequenceDB.load(path)
+    return SequenceDB.from_fasta(path)

@@ -1,0 +1,242 @@
+"""The search engine: one query (or many) against a database, ranked hits with E-values.
+
+Steps for each query:
+
+1. **prefilter** (optional): k-mer neighbourhood matches and ungapped diagonal scores
+   (:mod:`homalign.search.prefilter`) pick the targets worth a full DP;
+2. **score**: for DP methods (``Method.prepare`` and ``Method.score`` exist) the query is prepared
+   once (or ``query_rep`` is used) and scored against every candidate with the score-only
+   :func:`homalign.dp.align_batch`; ``sw`` with a plain substitution matrix takes a compiled fast
+   path over the packed database (:mod:`homalign.search.kernels`, same scores); peers (methods
+   without prepare/score) call ``Method.align`` per candidate;
+3. **statistics**: E-values from :func:`homalign.stats.evd_params` (Karlin–Altschul for ``sw``
+   with a published matrix/gap-cost pair, a cached Gumbel fit otherwise), over the whole
+   database's residues and sequence count (the effective search space);
+4. **traceback** only for the hits passing the E-value threshold (at most ``max_hits``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from homalign.alignment import Alignment
+from homalign.errors import InputError
+from homalign.methods import Method, get_method
+from homalign.search.database import SequenceDB, open_database
+from homalign.search.hits import Hit, rank_hits
+from homalign.search.kernels import sw_scores
+from homalign.search.prefilter import prefilter as run_prefilter
+from homalign.sequence import Sequence, as_sequence
+from homalign.stats import EVDParams, bit_score, db_evalues, evd_params
+
+MAX_QUERY_LENGTH = 40_000
+BATCH = 128
+_FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
+
+
+@lru_cache(maxsize=64)
+def _cached_params(method: str, options_json: str) -> EVDParams:
+    return evd_params(method, json.loads(options_json))
+
+
+def method_params(method: str, options: dict[str, Any]) -> EVDParams:
+    """E-value parameters of ``method`` with ``options`` (memoised per process)."""
+    return _cached_params(method, json.dumps(options, sort_keys=True, default=str))
+
+
+class TargetReps:
+    """Prepared target representations, memoised across the queries of one run."""
+
+    def __init__(self, method: Method, db: SequenceDB, options: dict[str, Any],
+                 max_entries: int = 50_000) -> None:
+        self.method, self.db, self.options, self.max_entries = method, db, options, max_entries
+        self._reps: dict[int, Any] = {}
+
+    def get(self, i: int) -> Any:
+        rep = self._reps.get(i)
+        if rep is None:
+            assert self.method.prepare is not None
+            rep = self.method.prepare(self.db.sequence(i), **self.options)
+            if len(self._reps) < self.max_entries:
+                self._reps[i] = rep
+        return rep
+
+
+def _check_query(query: Sequence | str, max_query_length: int) -> Sequence:
+    q = as_sequence(query, "query")
+    if len(q) > max_query_length:
+        raise InputError(f"query has {len(q)} residues, more than the limit of "
+                         f"{max_query_length} (max_query_length)", record=q.id)
+    return q
+
+
+def _is_fast_sw(method: Method, query_rep: Any, options: dict[str, Any]) -> bool:
+    return (method.name == "sw" and query_rep is None
+            and set(options) <= _FAST_SW_OPTIONS)
+
+
+def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarray,
+               options: dict[str, Any]) -> np.ndarray:
+    from homalign.dp import align_batch
+
+    assert method.score is not None
+    out = np.empty(len(candidates), dtype=np.float64)
+    for start in range(0, len(candidates), BATCH):
+        chunk = candidates[start:start + BATCH]
+        by_mode: dict[str, tuple[list[int], list[np.ndarray], list[Any]]] = {}
+        for n, t in enumerate(chunk):
+            ps = method.score(qrep, reps.get(int(t)), **options)
+            idx, Ss, gs = by_mode.setdefault(ps.mode, ([], [], []))
+            idx.append(start + n)
+            Ss.append(ps.S)
+            gs.append(ps.gaps)
+        for mode, (idx, Ss, gs) in by_mode.items():
+            res = align_batch(Ss, gs, mode=mode, score_only=True)
+            out[idx] = np.asarray(res, dtype=np.float64)
+    return out
+
+
+def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: int,
+               options: dict[str, Any]) -> Alignment:
+    from homalign.dp import align as dp_align
+
+    assert method.score is not None
+    target = reps.db.sequence(t)
+    ps = method.score(qrep, reps.get(t), **options)
+    res = dp_align(ps.S, ps.gaps, mode=ps.mode)
+    return Alignment(query_id=query.id, target_id=target.id, query=query.residues,
+                     target=target.residues, pairs=res.pairs, score=float(res.score),
+                     method=method.name)
+
+
+def search(
+    query: Sequence | str,
+    db: SequenceDB | str | Path,
+    method: str = "sw",
+    evalue: float = 10.0,
+    max_hits: int | None = 500,
+    prefilter: bool = True,
+    query_rep: Any = None,
+    *,
+    prefilter_options: dict[str, Any] | None = None,
+    db_size: tuple[int, int] | None = None,
+    params: EVDParams | None = None,
+    max_query_length: int = MAX_QUERY_LENGTH,
+    target_reps: TargetReps | None = None,
+    candidates: np.ndarray | None = None,
+    **method_options: Any,
+) -> list[Hit]:
+    """Search ``query`` against ``db`` with a registered method; hits sorted by E-value.
+
+    ``db_size`` = (residues, sequences) overrides the database size used for E-values (a shard
+    of a larger database); ``params`` overrides the E-value parameters; ``candidates`` (database
+    indices) replaces the prefilter; ``target_reps`` shares prepared targets across queries.
+    """
+    if evalue <= 0:
+        raise ValueError(f"evalue must be positive, got {evalue}")
+    q = _check_query(query, max_query_length)
+    if not isinstance(db, SequenceDB):
+        db = open_database(db)
+    m = get_method(method)
+    reason = m.available()
+    if reason is not None:
+        raise RuntimeError(f"method {method!r} is not available here: {reason}")
+    opts = {**m.defaults, **method_options}
+    ev_params = params if params is not None else method_params(method, method_options)
+    n_res, n_seq = db_size if db_size is not None else (db.total_length, len(db))
+
+    if candidates is not None:
+        cand = np.asarray(candidates, dtype=np.int64)
+    elif prefilter:
+        cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
+    else:
+        cand = np.arange(len(db), dtype=np.int64)
+
+    is_dp = m.prepare is not None and m.score is not None
+    peer_alns: dict[int, Alignment] = {}
+    if is_dp and _is_fast_sw(m, query_rep, method_options):
+        scores = sw_scores(q.codes, db.codes, db.offsets, cand, matrix=str(opts["matrix"]),
+                           gap_open=float(opts["gap_open"]),
+                           gap_extend=float(opts["gap_extend"])).astype(np.float64)
+        qrep = None
+    elif is_dp:
+        assert m.prepare is not None
+        qrep = query_rep if query_rep is not None else m.prepare(q, **opts)
+        if target_reps is None or target_reps.db is not db:
+            target_reps = TargetReps(m, db, opts)
+        scores = _dp_scores(m, qrep, target_reps, cand, opts)
+    else:
+        qrep = None
+        scores = np.empty(len(cand), dtype=np.float64)
+        for n, t in enumerate(cand):
+            aln = m.align(q, db.sequence(int(t)), **opts)
+            peer_alns[int(t)] = aln
+            scores[n] = aln.score
+
+    if len(cand) == 0:
+        return []
+    tlen = db.lengths[cand]
+    evals = db_evalues(scores, ev_params, len(q), tlen, n_res, n_seq)
+    if m.kind == "peer":  # a peer's own pairwise E-value, scaled to the database size
+        for n, t in enumerate(cand):
+            pe = peer_alns[int(t)].evalue
+            if pe is not None:
+                evals[n] = pe * n_res / max(int(db.lengths[t]), 1)
+    bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
+    passing = np.flatnonzero(evals <= evalue)
+    order = passing[np.lexsort((cand[passing], -scores[passing], evals[passing]))]
+    if max_hits is not None:
+        order = order[:max_hits]
+
+    if is_dp and target_reps is None:
+        target_reps = TargetReps(m, db, opts)
+    if is_dp and qrep is None:
+        assert m.prepare is not None
+        qrep = m.prepare(q, **opts)
+    hits: list[Hit] = []
+    for n in order:
+        t = int(cand[n])
+        if is_dp:
+            assert target_reps is not None
+            aln = _traceback(m, q, qrep, target_reps, t, opts)
+        else:
+            aln = peer_alns[t]
+        aln.evalue = float(evals[n])
+        aln.bits = float(bits[n])
+        hits.append(Hit(q.id, db.ids[t], t, float(scores[n]), float(bits[n]), float(evals[n]),
+                        aln))
+    return rank_hits(hits)
+
+
+def search_many(
+    queries: Iterable[Sequence],
+    db: SequenceDB | str | Path,
+    method: str = "sw",
+    *,
+    progress: bool = True,
+    **kwargs: Any,
+) -> list[tuple[Sequence, list[Hit]]]:
+    """:func:`search` for each query (a tqdm progress bar on stderr); [(query, hits), ...]."""
+    from tqdm import tqdm
+
+    if not isinstance(db, SequenceDB):
+        db = open_database(db)
+    qs = list(queries)
+    m = get_method(method)
+    known = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
+             "params", "max_query_length", "candidates"}
+    method_options = {k: v for k, v in kwargs.items() if k not in known}
+    reps = None
+    if m.prepare is not None and m.score is not None:
+        reps = TargetReps(m, db, {**m.defaults, **method_options})
+    out = []
+    for q in tqdm(qs, desc=f"search {method}", unit="query", disable=not progress,
+                  dynamic_ncols=True):
+        out.append((q, search(q, db, method, target_reps=reps, **kwargs)))
+    return out

@@ -1,0 +1,258 @@
+"""MMseqs2-style prefilter: similar k-mer matches, then ungapped diagonal scores.
+
+For each query position the k-mer there (k = 3 by default) is expanded into its *neighbourhood*:
+every k-mer whose BLOSUM62 score against it is at least ``threshold`` (the exact k-mer is always
+included). Each neighbour is looked up in the database's k-mer index (postings of
+(sequence, position)); a match puts a hit on the diagonal ``j - i`` of that target. A diagonal is
+scored when it collects two non-overlapping hits within ``window`` residues (BLAST's two-hit rule;
+one hit suffices when the query or target is shorter than two k-mers): the hit is extended without
+gaps in both directions until the running score drops ``xdrop`` below its best (BLAST's ungapped
+X-drop extension), and later hits inside the extended segment are skipped. A target's prefilter
+score is its best ungapped segment score; targets scoring at least ``min_score`` are kept, best first, at most
+``max_seqs`` of them (MMseqs2's ``--min-ungapped-score`` and ``--max-seqs``).
+
+All per-hit work runs in numba; nothing here loops over cells in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from numba import njit
+
+from homalign.alphabet import N_AA
+from homalign.matrices import substitution_matrix
+
+DEFAULT_K = 3
+DEFAULT_THRESHOLD = 11.0
+DEFAULT_WINDOW = 40
+DEFAULT_MIN_SCORE = 15.0
+DEFAULT_MAX_SEQS = 1000
+DEFAULT_XDROP = 20.0
+
+
+@dataclass(frozen=True)
+class KmerIndex:
+    """CSR postings: k-mer ``w``'s occurrences are ``seq[start[w]:start[w+1]]`` (sequence index)
+    and ``pos`` (position in that sequence), sorted by sequence then position.
+
+    A k-mer id is the base-20 number of its residue codes; k-mers with B, Z or X are not indexed.
+    """
+
+    k: int
+    start: np.ndarray  # int64 (20**k + 1)
+    seq: np.ndarray  # int32
+    pos: np.ndarray  # int32
+
+    @property
+    def n_postings(self) -> int:
+        return int(len(self.seq))
+
+
+def kmer_ids(codes: np.ndarray, k: int) -> np.ndarray:
+    """int64 id of the k-mer starting at each position (len - k + 1 values; -1 if it holds B/Z/X)."""
+    n = len(codes) - k + 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64)
+    c = codes.astype(np.int64)
+    ids = np.zeros(n, dtype=np.int64)
+    bad = np.zeros(n, dtype=bool)
+    for s in range(k):
+        part = c[s:s + n]
+        ids = ids * N_AA + np.minimum(part, N_AA - 1)
+        bad |= part >= N_AA
+    ids[bad] = -1
+    return ids
+
+
+def build_kmer_index(codes: np.ndarray, offsets: np.ndarray, k: int = DEFAULT_K) -> KmerIndex:
+    """Index every k-mer of the packed database (vectorised: one stable sort)."""
+    n_seqs = len(offsets) - 1
+    lengths = np.diff(offsets)
+    ids_all = kmer_ids(codes, k)
+    # positions whose k-mer lies inside one sequence
+    seq_of = np.repeat(np.arange(n_seqs, dtype=np.int32), lengths)
+    pos_in = np.arange(len(codes), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    n = len(ids_all)
+    ok = (ids_all >= 0) & (pos_in[:n] + k <= lengths[seq_of[:n]])
+    ids = ids_all[ok]
+    seq = seq_of[:n][ok]
+    pos = pos_in[:n][ok].astype(np.int32)
+    order = np.argsort(ids, kind="stable")
+    counts = np.bincount(ids, minlength=N_AA ** k)
+    start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return KmerIndex(k, start, seq[order].astype(np.int32), pos[order])
+
+
+@njit(cache=True)
+def _neighbourhoods(M: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    n = N_AA ** k
+    digits = np.empty((n, k), dtype=np.int64)
+    for w in range(n):
+        x = w
+        for s in range(k - 1, -1, -1):
+            digits[w, s] = x % N_AA
+            x //= N_AA
+    counts = np.zeros(n, dtype=np.int64)
+    for a in range(n):
+        for b in range(n):
+            sc = 0.0
+            for s in range(k):
+                sc += M[digits[a, s], digits[b, s]]
+            if sc >= threshold or a == b:
+                counts[a] += 1
+    start = np.zeros(n + 1, dtype=np.int64)
+    for a in range(n):
+        start[a + 1] = start[a] + counts[a]
+    out = np.empty(start[n], dtype=np.int32)
+    for a in range(n):
+        p = start[a]
+        for b in range(n):
+            sc = 0.0
+            for s in range(k):
+                sc += M[digits[a, s], digits[b, s]]
+            if sc >= threshold or a == b:
+                out[p] = b
+                p += 1
+    return start, out
+
+
+@cache
+def neighbourhoods(matrix: str = "BLOSUM62", k: int = DEFAULT_K,
+                   threshold: float = DEFAULT_THRESHOLD) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of similar k-mers: neighbours of ``w`` are ``nb[start[w]:start[w+1]]`` (includes ``w``)."""
+    M = np.ascontiguousarray(substitution_matrix(matrix)[:N_AA, :N_AA], dtype=np.float64)
+    return _neighbourhoods(M, k, float(threshold))
+
+
+@njit(cache=True)
+def _xdrop_extend(q: np.ndarray, t: np.ndarray, i: int, j: int, M: np.ndarray,
+                  xdrop: float) -> tuple[float, int]:
+    """Ungapped X-drop extension through (i, j) in both directions (BLAST's ungapped extension).
+
+    Returns the best segment score and the query position just after the segment's right end.
+    """
+    best_r = 0.0
+    run = 0.0
+    end = i
+    a, b = i, j
+    while a < len(q) and b < len(t):
+        run += M[q[a], t[b]]
+        if run > best_r:
+            best_r = run
+            end = a + 1
+        elif best_r - run > xdrop:
+            break
+        a += 1
+        b += 1
+    best_l = 0.0
+    run = 0.0
+    a, b = i - 1, j - 1
+    while a >= 0 and b >= 0:
+        run += M[q[a], t[b]]
+        if run > best_l:
+            best_l = run
+        elif best_l - run > xdrop:
+            break
+        a -= 1
+        b -= 1
+    return best_r + best_l, end
+
+
+@njit(cache=True)
+def _prefilter_kernel(q: np.ndarray, qids: np.ndarray, nb_start: np.ndarray, nb: np.ndarray,
+                      idx_start: np.ndarray, idx_seq: np.ndarray, idx_pos: np.ndarray,
+                      db_codes: np.ndarray, db_offsets: np.ndarray, M: np.ndarray, k: int,
+                      window: int, two_hit: bool, xdrop: float) -> np.ndarray:
+    n_seqs = len(db_offsets) - 1
+    Lq = len(q)
+    # one slot per (target, diagonal): target t's diagonals -(Lq-1)..Lt-1
+    base = np.empty(n_seqs, dtype=np.int64)
+    total = 0
+    for t in range(n_seqs):
+        base[t] = total + Lq - 1
+        total += db_offsets[t + 1] - db_offsets[t] + Lq - 1
+    # 0: no hit yet; i+1 > 0: last hit at query position i; -(e+1) < 0: extended up to e
+    last = np.zeros(total, dtype=np.int32)
+    best = np.zeros(n_seqs, dtype=np.float32)
+    for i in range(len(qids)):
+        w = qids[i]
+        if w < 0:
+            continue
+        for p in range(nb_start[w], nb_start[w + 1]):
+            v = nb[p]
+            for h in range(idx_start[v], idx_start[v + 1]):
+                t = idx_seq[h]
+                j = idx_pos[h]
+                slot = base[t] + j - i
+                prev = last[slot]
+                if prev < 0:
+                    if i < -prev - 1:
+                        continue  # inside a segment already extended
+                    prev = 0
+                Lt = db_offsets[t + 1] - db_offsets[t]
+                fire = False
+                if not two_hit or Lt < 2 * k or Lq < 2 * k:
+                    fire = True
+                elif prev > 0:
+                    dist = i - (prev - 1)
+                    if dist >= k and dist <= window:
+                        fire = True
+                    elif dist > window:
+                        last[slot] = i + 1
+                else:
+                    last[slot] = i + 1
+                if fire:
+                    tseq = db_codes[db_offsets[t]:db_offsets[t + 1]]
+                    s, end = _xdrop_extend(q, tseq, i, j, M, xdrop)
+                    last[slot] = -(max(end, i + k) + 1)
+                    if s > best[t]:
+                        best[t] = s
+    return best
+
+
+def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
+                     threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
+                     two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
+    """float32 best ungapped diagonal score of every database sequence (0: no k-mer hit)."""
+    index: KmerIndex = db.index
+    k = index.k
+    nb_start, nb = neighbourhoods(matrix, k, threshold)
+    M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
+    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    qids = kmer_ids(q, k)
+    return _prefilter_kernel(q, qids, nb_start, nb, index.start, index.seq, index.pos,
+                             db.codes, db.offsets, M, k, int(window), bool(two_hit),
+                             float(xdrop))
+
+
+def prefilter(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
+              threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
+              min_score: float = DEFAULT_MIN_SCORE, max_seqs: int | None = DEFAULT_MAX_SEQS,
+              two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
+    """Indices (int64, ascending) of the database sequences worth a full DP.
+
+    Targets identical to the query are always kept. A query shorter than one k-mer cannot be
+    prefiltered: every target is returned.
+    """
+    if len(query_codes) < db.index.k:
+        return np.arange(len(db), dtype=np.int64)
+    scores = prefilter_scores(query_codes, db, matrix=matrix, threshold=threshold,
+                              window=window, two_hit=two_hit, xdrop=xdrop)
+    exact = exact_matches(query_codes, db)
+    scores[exact] = np.inf
+    keep = np.flatnonzero(scores >= min_score)
+    if max_seqs is not None and len(keep) > max_seqs:
+        order = np.argsort(-scores[keep], kind="stable")[:max(max_seqs, len(exact))]
+        keep = np.sort(keep[order])
+    return keep.astype(np.int64)
+
+
+def exact_matches(query_codes: np.ndarray, db) -> np.ndarray:
+    """Indices of the database sequences identical to the query (always kept by the prefilter)."""
+    q = np.asarray(query_codes, dtype=np.uint8)
+    same_len = np.flatnonzero(db.lengths == len(q))
+    return np.array([t for t in same_len if np.array_equal(db.codes_of(int(t)), q)],
+                    dtype=np.int64)

@@ -1,0 +1,552 @@
+"""Extreme-value statistics of alignment scores: E-values and bit scores.
+
+The score ``S`` of the best local alignment of two unrelated sequences of lengths ``m`` and ``n``
+follows a Gumbel (extreme-value) law, ``P(S >= x) ≈ 1 - exp(-K m n e^{-λ x})`` (Karlin & Altschul,
+PNAS 1990), so the number of chance hits scoring at least ``S`` in a search of a query of length
+``m`` against a database of ``n`` residues is ``E = K m n e^{-λ S}`` and the bit score is
+``(λ S - ln K) / ln 2``.
+
+Two sources of ``(λ, K)``:
+
+* **Published Karlin–Altschul values** for standard matrices and gap costs: the tables of NCBI
+  BLAST's ``blast_stat.c`` (``blosum45_values``, ``blosum62_values``, ``blosum80_values``,
+  ``pam250_values``; columns gap open, gap extend, λ, K, H, α, β), used with BLAST's finite-size
+  (effective length) correction ``BLAST_ComputeLengthAdjustment`` (Altschul, Bundschuh, Olsen &
+  Hwa, NAR 2001): both the query and every database sequence are shortened by ``ℓ`` where
+  ``ℓ = (α/λ) (ln K + ln((m - ℓ)(n - N ℓ))) + β``.
+* **A maximum-likelihood Gumbel fit** for every other method (:func:`calibrate`): scores of
+  unrelated pairs (shuffled sequences, i.i.d. background sequences, or cross-fold pairs of real
+  domains) are fitted with the per-pair location ``μ = ln(K m n) / λ``; the fit is cached as JSON
+  under ``$HOMALIGN_CACHE/evd/`` (default ``~/.cache/homalign/evd/``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence as SequenceABC
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from homalign.alphabet import ALPHABET, BACKGROUND
+
+LN2 = math.log(2.0)
+EVD_CACHE_VERSION = 2
+
+# NCBI BLAST blast_stat.c (c++/src/algo/blast/core/blast_stat.c): gap open, gap extend, λ, K, H,
+# α, β for gapped local alignment with each matrix (BLAST convention: a gap of length k costs
+# open + k * extend). Published values, copied as facts.
+_KA_TABLES: dict[str, list[tuple[int, int, float, float, float, float, float]]] = {
+    "BLOSUM62": [
+        (11, 2, 0.297, 0.082, 0.27, 1.1, -10), (10, 2, 0.291, 0.075, 0.23, 1.3, -15),
+        (9, 2, 0.279, 0.058, 0.19, 1.5, -19), (8, 2, 0.264, 0.045, 0.15, 1.8, -26),
+        (7, 2, 0.239, 0.027, 0.10, 2.5, -46), (6, 2, 0.201, 0.012, 0.061, 3.3, -58),
+        (13, 1, 0.292, 0.071, 0.23, 1.2, -11), (12, 1, 0.283, 0.059, 0.19, 1.5, -19),
+        (11, 1, 0.267, 0.041, 0.14, 1.9, -30), (10, 1, 0.243, 0.024, 0.10, 2.5, -44),
+        (9, 1, 0.206, 0.010, 0.052, 4.0, -87),
+    ],
+    "BLOSUM45": [
+        (13, 3, 0.207, 0.049, 0.14, 1.5, -22), (12, 3, 0.199, 0.039, 0.11, 1.8, -34),
+        (11, 3, 0.190, 0.031, 0.095, 2.0, -38), (10, 3, 0.179, 0.023, 0.075, 2.4, -51),
+        (16, 2, 0.210, 0.051, 0.14, 1.5, -24), (15, 2, 0.203, 0.041, 0.12, 1.7, -31),
+        (14, 2, 0.195, 0.032, 0.10, 1.9, -36), (13, 2, 0.185, 0.024, 0.084, 2.2, -45),
+        (12, 2, 0.171, 0.016, 0.061, 2.8, -65), (19, 1, 0.205, 0.040, 0.11, 1.9, -43),
+        (18, 1, 0.198, 0.032, 0.10, 2.0, -43), (17, 1, 0.189, 0.024, 0.079, 2.4, -57),
+        (16, 1, 0.176, 0.016, 0.063, 2.8, -67),
+    ],
+    "BLOSUM80": [
+        (25, 2, 0.342, 0.17, 0.66, 0.52, -1.6), (13, 2, 0.336, 0.15, 0.57, 0.59, -3),
+        (9, 2, 0.319, 0.11, 0.42, 0.76, -6), (8, 2, 0.308, 0.090, 0.35, 0.89, -9),
+        (7, 2, 0.293, 0.070, 0.27, 1.1, -14), (6, 2, 0.268, 0.045, 0.19, 1.4, -19),
+        (11, 1, 0.314, 0.095, 0.35, 0.90, -9), (10, 1, 0.299, 0.071, 0.27, 1.1, -14),
+        (9, 1, 0.279, 0.048, 0.20, 1.4, -19),
+    ],
+    "PAM250": [
+        (15, 3, 0.205, 0.049, 0.13, 1.6, -23), (14, 3, 0.200, 0.043, 0.12, 1.7, -26),
+        (13, 3, 0.194, 0.036, 0.10, 1.9, -31), (12, 3, 0.186, 0.029, 0.085, 2.2, -41),
+        (11, 3, 0.174, 0.020, 0.070, 2.5, -48), (17, 2, 0.204, 0.047, 0.12, 1.7, -28),
+        (16, 2, 0.198, 0.038, 0.11, 1.8, -29), (15, 2, 0.191, 0.031, 0.087, 2.2, -44),
+        (14, 2, 0.182, 0.024, 0.073, 2.5, -53), (13, 2, 0.171, 0.017, 0.059, 2.9, -64),
+        (21, 1, 0.205, 0.045, 0.11, 1.8, -34), (20, 1, 0.199, 0.037, 0.10, 1.9, -35),
+        (19, 1, 0.192, 0.029, 0.083, 2.3, -52), (18, 1, 0.183, 0.021, 0.070, 2.6, -60),
+        (17, 1, 0.171, 0.014, 0.052, 3.3, -86),
+    ],
+}
+
+
+@dataclass(frozen=True)
+class EVDParams:
+    """Null-score law of a scoring scheme.
+
+    ``model="local"`` (local alignment scores): the Gumbel law ``E = K m n exp(-lam S)``.
+    ``H``, ``alpha`` and ``beta`` (BLAST's relative entropy and finite-size constants) are set only
+    for published Karlin–Altschul values; without them no length correction is applied.
+
+    ``model="regression"`` (global, glocal, semiglobal scores, which drift with the lengths
+    themselves): the score is standardised, ``z = (S - μ(m, n)) / σ(m, n)`` with
+    ``μ = c0 + c1 ln(mn) + c2 m + c3 n`` (``coef``) and ``σ² = v0 + v1 m + v2 n`` (``scale_coef``),
+    and its upper tail is exponential (the tail of an extreme-value law):
+    ``P(Z ≥ z) = p_tail exp(-lam (z - tau))`` above ``tau`` (``tail = (tau, p_tail)``).
+    ``source`` says where the values came from.
+    """
+
+    lam: float
+    K: float
+    H: float | None = None
+    alpha: float | None = None
+    beta: float | None = None
+    source: str = ""
+    model: str = "local"
+    coef: tuple[float, ...] | None = None
+    scale_coef: tuple[float, ...] | None = None
+    tail: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.model not in ("local", "regression"):
+            raise ValueError(f"unknown EVD model {self.model!r}")
+        if self.model == "regression" and (
+                self.coef is None or len(self.coef) != 4 or self.scale_coef is None
+                or len(self.scale_coef) != 3 or self.tail is None or len(self.tail) != 2):
+            raise ValueError("a regression EVD model needs coef (4), scale_coef (3) and tail (2)")
+        for name in ("coef", "scale_coef", "tail"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(float(c) for c in value))
+
+    @property
+    def logK(self) -> float:
+        return math.log(self.K)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def karlin_altschul(matrix: str, gap_open: float, gap_extend: float) -> EVDParams | None:
+    """Published BLAST λ, K, H, α, β for ``matrix`` with gap costs ``open + k*extend``, or None."""
+    table = _KA_TABLES.get(matrix.upper())
+    if table is None:
+        return None
+    for go, ge, lam, K, H, alpha, beta in table:
+        if float(go) == float(gap_open) and float(ge) == float(gap_extend):
+            return EVDParams(lam, K, H, alpha, beta,
+                             source=f"NCBI blast_stat.c {matrix.upper()} {go}/{ge}")
+    return None
+
+
+def length_adjustment(params: EVDParams, query_length: int, db_length: int, db_count: int) -> int:
+    """BLAST's length adjustment ℓ (``BLAST_ComputeLengthAdjustment`` in blast_stat.c).
+
+    The fixed point of ``ℓ = (α/λ)(ln K + ln((m-ℓ)(n-Nℓ))) + β``, rounded down; 0 when the
+    parameters carry no α, β.
+    """
+    if params.alpha is None or params.beta is None:
+        return 0
+    m, n, N = float(query_length), float(db_length), float(max(db_count, 1))
+    K, logK, a_l, beta = params.K, params.logK, params.alpha / params.lam, params.beta
+    c = n * m - max(m, n) / K
+    if c < 0:
+        return 0
+    mb = m * N + n
+    ell_max = 2 * c / (mb + math.sqrt(mb * mb - 4 * N * c))
+    ell_min = 0.0
+    ell_next = 0.0
+    converged = False
+    for it in range(1, 21):
+        ell = ell_next
+        ss = (m - ell) * (n - N * ell)
+        ell_bar = a_l * (logK + math.log(ss)) + beta
+        if ell_bar >= ell:
+            ell_min = ell
+            if ell_bar - ell_min <= 1.0:
+                converged = True
+                break
+            if ell_min == ell_max:
+                break
+        else:
+            ell_max = ell
+        if ell_min <= ell_bar <= ell_max:
+            ell_next = ell_bar
+        else:
+            ell_next = ell_max if it == 1 else (ell_min + ell_max) / 2
+    adj = int(ell_min)
+    if converged:
+        ell = math.ceil(ell_min)
+        if ell <= ell_max:
+            ss = (m - ell) * (n - N * ell)
+            if a_l * (logK + math.log(ss)) + beta >= ell:
+                adj = int(ell)
+    return max(adj, 0)
+
+
+def search_space(params: EVDParams, query_length: int, db_length: int, db_count: int) -> float:
+    """Effective search space ``(m - ℓ)(n - N ℓ)`` (at least 1 residue each)."""
+    ell = length_adjustment(params, query_length, db_length, db_count)
+    m_eff = max(query_length - ell, 1)
+    n_eff = max(db_length - db_count * ell, 1)
+    return float(m_eff) * float(n_eff)
+
+
+def evalue(
+    score: float | np.ndarray,
+    params: EVDParams,
+    query_length: int,
+    db_length: int,
+    db_count: int = 1,
+) -> float | np.ndarray:
+    """E-value of ``score`` for a query of ``query_length`` against ``db_length`` residues in
+    ``db_count`` sequences (a single pair: ``db_length`` = target length, ``db_count=1``)."""
+    space = search_space(params, query_length, db_length, db_count)
+    s = np.asarray(score, dtype=np.float64)
+    out = params.K * space * np.exp(-params.lam * s)
+    return float(out) if out.ndim == 0 else out
+
+
+def pair_pvalues(scores: Any, params: EVDParams, query_lengths: Any,
+                 target_lengths: Any) -> np.ndarray:
+    """``P(S ≥ s)`` of a pair of unrelated sequences of the given lengths (no length correction)."""
+    s = np.asarray(scores, dtype=np.float64)
+    m = np.asarray(query_lengths, dtype=np.float64)
+    n = np.asarray(target_lengths, dtype=np.float64)
+    if params.model == "local":
+        return -np.expm1(-params.K * m * n * np.exp(-params.lam * s))
+    c0, c1, c2, c3 = params.coef  # type: ignore[misc]
+    v0, v1, v2 = params.scale_coef  # type: ignore[misc]
+    tau, p_tail = params.tail  # type: ignore[misc]
+    mu = c0 + c1 * (np.log(m) + np.log(n)) + c2 * m + c3 * n
+    sigma = np.sqrt(np.maximum(v0 + v1 * m + v2 * n, 1e-6))
+    z = (s - mu) / sigma
+    return np.minimum(1.0, p_tail * np.exp(-params.lam * (z - tau)))
+
+
+def bit_score(score: Any, params: EVDParams, query_length: Any = None,
+              target_length: Any = None) -> float | np.ndarray:
+    """Normalised score in bits: ``(λS - ln K) / ln 2`` for the local model.
+
+    For the regression model the bits are ``log2(m n / P)`` (``P`` the pair's tail probability),
+    so that in both models a pair's expected chance count is about ``m n 2^-bits``; the lengths
+    are then required.
+    """
+    s = np.asarray(score, dtype=np.float64)
+    if params.model == "local":
+        out = (params.lam * s - params.logK) / LN2
+    else:
+        if query_length is None or target_length is None:
+            raise ValueError("bit scores of a regression model need the sequence lengths")
+        m = np.asarray(query_length, dtype=np.float64)
+        n = np.asarray(target_length, dtype=np.float64)
+        p = np.maximum(pair_pvalues(s, params, m, n), 1e-300)
+        out = np.log2(m * n) - np.log2(p)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def db_evalues(scores: Any, params: EVDParams, query_length: int, target_lengths: Any,
+               db_length: int, db_count: int) -> np.ndarray:
+    """E-values of a query's scores against targets of a database.
+
+    Local model: ``K (m-ℓ)(n-Nℓ) e^{-λS}`` over the database's effective search space (BLAST).
+    Regression model: ``N · P(S ≥ s | m, n_t)``, the pair's tail probability times the number
+    of database sequences (as HMMER's ``E = Z · P``).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if params.model == "local":
+        return np.asarray(evalue(s, params, query_length, db_length, db_count), dtype=np.float64)
+    return db_count * pair_pvalues(s, params, query_length, np.asarray(target_lengths))
+
+
+# --------------------------------------------------------------------------------------------
+# Gumbel fit
+# --------------------------------------------------------------------------------------------
+
+def fit_gumbel(scores: np.ndarray, query_lengths: np.ndarray, target_lengths: np.ndarray,
+               source: str = "ML Gumbel fit") -> EVDParams:
+    """Maximum-likelihood ``(λ, K)`` of ``P(S < s) = exp(-K m n e^{-λ s})`` on unrelated pairs.
+
+    Each pair has its own location ``ln(K m n)/λ``. For a fixed λ the optimal ``ln K`` is closed
+    form, ``ln K = ln N - ln Σ exp(-λ s_i + ln m_i n_i)``; λ maximises the profile likelihood
+    (golden-section search on a bracketing grid).
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    lmn = np.log(np.asarray(query_lengths, dtype=np.float64)) + np.log(
+        np.asarray(target_lengths, dtype=np.float64))
+    if s.size < 10:
+        raise ValueError(f"need at least 10 scores to fit a Gumbel distribution, got {s.size}")
+    if not np.isfinite(s).all():
+        raise ValueError("scores to fit contain NaN or infinity")
+    if float(s.std()) == 0.0:
+        raise ValueError("all calibration scores are equal; cannot fit a Gumbel distribution")
+
+    def profile(lam: float) -> tuple[float, float]:
+        x = -lam * s + lmn
+        xmax = float(x.max())
+        log_sum = xmax + math.log(float(np.exp(x - xmax).sum()))
+        logK = math.log(s.size) - log_sum
+        z = lam * s - logK - lmn
+        ll = s.size * math.log(lam) - float(z.sum()) - float(np.exp(-z).sum())
+        return ll, logK
+
+    scale = 1.2825 / float(s.std())  # the method-of-moments λ = π / (σ √6)
+    grid = scale * np.geomspace(0.05, 20.0, 60)
+    lls = [profile(float(g))[0] for g in grid]
+    best = int(np.argmax(lls))
+    lo = float(grid[max(best - 1, 0)])
+    hi = float(grid[min(best + 1, len(grid) - 1)])
+    gr = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - gr * (b - a), a + gr * (b - a)
+    fc, fd = profile(c)[0], profile(d)[0]
+    for _ in range(80):
+        if fc > fd:
+            b, d, fd = d, c, fc
+            c = b - gr * (b - a)
+            fc = profile(c)[0]
+        else:
+            a, c, fc = c, d, fd
+            d = a + gr * (b - a)
+            fd = profile(d)[0]
+    lam = (a + b) / 2
+    logK = profile(lam)[1]
+    return EVDParams(lam=lam, K=math.exp(logK), source=source)
+
+
+def fit_regression_tail(scores: np.ndarray, query_lengths: np.ndarray,
+                        target_lengths: np.ndarray, tail_fraction: float = 0.05,
+                        source: str = "regression location/scale, exponential tail"
+                        ) -> EVDParams:
+    """The ``"regression"`` model of :class:`EVDParams` fitted on unrelated pairs' scores.
+
+    Location by least squares on ``(1, ln mn, m, n)``; variance by least squares of the squared
+    residuals on ``(1, m, n)``; then the maximum-likelihood exponential rate of the standardised
+    scores above their ``1 - tail_fraction`` quantile.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    m = np.asarray(query_lengths, dtype=np.float64)
+    n = np.asarray(target_lengths, dtype=np.float64)
+    if s.size < 50:
+        raise ValueError(f"need at least 50 scores to fit a regression tail, got {s.size}")
+    X = np.stack([np.ones_like(m), np.log(m) + np.log(n), m, n], axis=1)
+    coef, *_ = np.linalg.lstsq(X, s, rcond=None)
+    resid = s - X @ coef
+    V = np.stack([np.ones_like(m), m, n], axis=1)
+    vcoef, *_ = np.linalg.lstsq(V, resid ** 2, rcond=None)
+    var = V @ vcoef
+    if (var <= 0).any():  # fall back to a constant variance
+        vcoef = np.array([float(np.mean(resid ** 2)), 0.0, 0.0])
+        var = np.full_like(s, vcoef[0])
+    z = resid / np.sqrt(var)
+    tau = float(np.quantile(z, 1.0 - tail_fraction))
+    excess = z[z > tau] - tau
+    if excess.size < 5 or float(excess.mean()) <= 0:
+        raise ValueError("too few distinct tail scores to fit")
+    lam = 1.0 / float(excess.mean())
+    p_tail = float((z > tau).mean())
+    return EVDParams(lam=lam, K=1.0, source=source, model="regression",
+                     coef=tuple(float(c) for c in coef), scale_coef=tuple(float(v) for v in vcoef),
+                     tail=(tau, p_tail))
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration of a registered method, with a cache
+# --------------------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    """Where fitted parameters are cached: ``$HOMALIGN_CACHE/evd`` or ``~/.cache/homalign/evd``."""
+    root = os.environ.get("HOMALIGN_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "homalign"
+    return base / "evd"
+
+
+def _options_key(method: str, options: dict[str, Any], n_pairs: int, seed: int,
+                 source: str) -> str:
+    blob = json.dumps({"method": method, "options": options, "n_pairs": n_pairs, "seed": seed,
+                       "source": source, "version": EVD_CACHE_VERSION},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def random_sequences(n: int, rng: np.random.Generator, min_len: int = 60,
+                     max_len: int = 400) -> list[str]:
+    """i.i.d. residues from the BLOSUM62 background, lengths log-uniform in [min_len, max_len]."""
+    lengths = np.exp(rng.uniform(math.log(min_len), math.log(max_len), size=n)).astype(int)
+    letters = np.frombuffer(ALPHABET[:20].encode(), dtype=np.uint8)
+    return [letters[rng.choice(20, size=int(L), p=BACKGROUND)].tobytes().decode()
+            for L in lengths]
+
+
+def unrelated_pairs(
+    n_pairs: int,
+    *,
+    sequences: SequenceABC[Any] | None = None,
+    labels: SequenceABC[str] | None = None,
+    seed: int = 0,
+) -> tuple[list[Any], list[Any], str]:
+    """Pairs of unrelated proteins for calibration.
+
+    * ``sequences`` with ``labels`` (e.g. SCOP folds): pairs drawn from different labels
+      (cross-fold pairs), source ``"cross-fold"``;
+    * ``sequences`` alone: each sequence against a residue shuffle of another, ``"shuffled"``;
+    * neither: i.i.d. background sequences of realistic lengths, ``"iid-background"``.
+    Returns (queries, targets, source) as :class:`homalign.sequence.Sequence` objects.
+    """
+    from homalign.sequence import Sequence
+
+    rng = np.random.default_rng(seed)
+    if sequences is None:
+        pool = random_sequences(2 * n_pairs, rng)
+        qs = [Sequence(f"rq{i}", pool[2 * i]) for i in range(n_pairs)]
+        ts = [Sequence(f"rt{i}", pool[2 * i + 1]) for i in range(n_pairs)]
+        return qs, ts, "iid-background"
+    seqs = list(sequences)
+    if len(seqs) < 2:
+        raise ValueError("calibration needs at least two sequences")
+    if labels is not None:
+        labs = list(labels)
+        if len(labs) != len(seqs):
+            raise ValueError("labels and sequences differ in length")
+        if len(set(labs)) < 2:
+            raise ValueError("cross-fold calibration needs at least two different labels")
+        qs, ts = [], []
+        while len(qs) < n_pairs:
+            a, b = (int(x) for x in rng.integers(0, len(seqs), size=2))
+            if labs[a] != labs[b]:
+                qs.append(seqs[a])
+                ts.append(seqs[b])
+        return qs, ts, "cross-fold"
+    qs, ts = [], []
+    for k in range(n_pairs):
+        a, b = (int(x) for x in rng.integers(0, len(seqs), size=2))
+        res = np.array(list(seqs[b].residues))
+        rng.shuffle(res)
+        qs.append(seqs[a])
+        ts.append(Sequence(f"shuf{k}_{seqs[b].id}", "".join(res)))
+    return qs, ts, "shuffled"
+
+
+def _pair_scores(method: str, queries: list[Any], targets: list[Any],
+                 options: dict[str, Any]) -> tuple[np.ndarray, set[str]]:
+    """Scores of pairs with a registered method (score-only DP when it has prepare/score), and
+    the DP modes seen ({"local"} for methods without prepare/score)."""
+    from homalign.methods import get_method
+
+    m = get_method(method)
+    opts = {**m.defaults, **options}
+    seen: set[str] = set()
+    if m.prepare is not None and m.score is not None:
+        from homalign.dp import align_batch
+
+        out = np.empty(len(queries), dtype=np.float64)
+        chunk = 256
+        for start in range(0, len(queries), chunk):
+            Ss, gs, modes = [], [], []
+            for q, t in zip(queries[start:start + chunk], targets[start:start + chunk],
+                            strict=True):
+                ps = m.score(m.prepare(q, **opts), m.prepare(t, **opts), **opts)
+                Ss.append(ps.S)
+                gs.append(ps.gaps)
+                modes.append(ps.mode)
+            seen.update(modes)
+            for mode in set(modes):
+                idx = [i for i, md in enumerate(modes) if md == mode]
+                res = align_batch([Ss[i] for i in idx], [gs[i] for i in idx], mode=mode,
+                                  score_only=True)
+                for i, r in zip(idx, res, strict=True):
+                    out[start + i] = _as_score(r)
+        return out, seen
+    scores = [m.align(q, t, **opts).score for q, t in zip(queries, targets, strict=True)]
+    return np.array(scores, dtype=np.float64), {"local"}
+
+
+def _as_score(result: Any) -> float:
+    """A score from ``align_score``/``align_batch(score_only=True)`` (a number or a DPResult)."""
+    if isinstance(result, (int, float, np.floating, np.integer)):
+        return float(result)
+    return float(result.score)
+
+
+def calibrate(
+    method: str,
+    options: dict[str, Any] | None = None,
+    *,
+    n_pairs: int = 2000,
+    sequences: SequenceABC[Any] | None = None,
+    labels: SequenceABC[str] | None = None,
+    seed: int = 0,
+    use_cache: bool = True,
+    refit: bool = False,
+) -> EVDParams:
+    """Fit (λ, K) for ``method`` on scores of ``n_pairs`` unrelated pairs, cached on disk.
+
+    The pairs come from :func:`unrelated_pairs` (cross-fold when ``labels`` are given, shuffled
+    ``sequences``, else i.i.d. background sequences). The cache key covers the method name, its
+    options, the pair source, ``n_pairs`` and ``seed``; ``refit=True`` ignores a cached fit.
+    """
+    from homalign.methods import get_method
+
+    options = {**get_method(method).defaults, **(options or {})}
+    source = ("cross-fold" if labels is not None else "shuffled") if sequences is not None \
+        else "iid-background"
+    if sequences is not None:
+        digest = hashlib.sha256("".join(s.residues for s in sequences).encode()).hexdigest()[:12]
+        source = f"{source}:{digest}"
+    key = _options_key(method, options, n_pairs, seed, source)
+    path = cache_dir() / f"{method}-{key}.json"
+    if use_cache and not refit and path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return EVDParams(**data["params"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is refitted and overwritten
+    qs, ts, kind = unrelated_pairs(n_pairs, sequences=sequences, labels=labels, seed=seed)
+    scores, modes = _pair_scores(method, qs, ts, options)
+    qlen = np.array([len(q) for q in qs])
+    tlen = np.array([len(t) for t in ts])
+    what = f"{n_pairs} {kind} pairs, method {method}"
+    if modes == {"local"}:
+        params = fit_gumbel(scores, qlen, tlen, source=f"ML Gumbel fit, {what}")
+    else:
+        params = fit_regression_tail(
+            scores, qlen, tlen,
+            source=f"regression location/scale, exponential tail, {what} ({sorted(modes)})")
+    if use_cache:
+        _write_json_atomic(path, {"method": method, "options": options, "n_pairs": n_pairs,
+                                  "seed": seed, "source": source,
+                                  "params": params.to_json()})
+    return params
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True, default=str)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def evd_params(method: str, options: dict[str, Any] | None = None,
+               **calibrate_kwargs: Any) -> EVDParams:
+    """The parameters :func:`homalign.search.search` uses for a method and its options.
+
+    Substitution-matrix methods in local mode (``sw``) with a published gap-cost combination get
+    Karlin–Altschul values; everything else gets a cached :func:`calibrate` fit.
+    """
+    from homalign.methods import get_method
+
+    m = get_method(method)
+    opts = {**m.defaults, **(options or {})}
+    if method == "sw":
+        ka = karlin_altschul(str(opts.get("matrix", "BLOSUM62")), float(opts.get("gap_open", 11)),
+                             float(opts.get("gap_extend", 1)))
+        if ka is not None:
+            return ka
+    return calibrate(method, options or {}, **calibrate_kwargs)

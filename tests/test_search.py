@@ -1,0 +1,228 @@
+"""Search engine: fast SW kernel, prefilter, ranking, E-values and output formats."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from homalign.dp import GapCosts, align_score
+from homalign.matrices import score_matrix
+from homalign.search import SequenceDB, rank_hits, search, search_many, write_hits
+from homalign.search.kernels import sw_scores
+from homalign.search.prefilter import build_kmer_index, exact_matches, kmer_ids, prefilter
+from homalign.sequence import Sequence
+from homalign.stats import random_sequences
+
+AA = "ARNDCQEGHILKMFPSTWYV"
+
+
+def mutate(seq: str, rng: np.random.Generator, identity: float, indel: float = 0.03) -> str:
+    """A homolog: substitutions at rate 1 - identity, short insertions/deletions."""
+    out = []
+    for c in seq:
+        r = rng.random()
+        if r < indel / 2:
+            continue  # deletion
+        out.append(c if rng.random() < identity else AA[rng.integers(20)])
+        if r > 1 - indel / 2:
+            out.append("".join(AA[x] for x in rng.integers(0, 20, size=rng.integers(1, 4))))
+    return "".join(out)
+
+
+def make_db(n_families: int = 6, per_family: int = 5, n_random: int = 120,
+            seed: int = 0) -> tuple[SequenceDB, dict[str, int]]:
+    """Families of mutated copies of random seeds plus unrelated random sequences."""
+    rng = np.random.default_rng(seed)
+    seqs, family = [], {}
+    for f, seed_seq in enumerate(random_sequences(n_families, rng, 120, 300)):
+        for m in range(per_family):
+            sid = f"fam{f}_{m}"
+            seqs.append(Sequence(sid, seed_seq if m == 0 else mutate(seed_seq, rng, 0.6)))
+            family[sid] = f
+    for r, s in enumerate(random_sequences(n_random, rng, 60, 400)):
+        seqs.append(Sequence(f"rand{r}", s))
+        family[f"rand{r}"] = -1 - r
+    order = rng.permutation(len(seqs))
+    return SequenceDB.from_sequences([seqs[i] for i in order]), family
+
+
+@pytest.fixture(scope="module")
+def small_db():
+    return make_db()
+
+
+def test_fast_sw_equals_dp_align_score():
+    rng = np.random.default_rng(1)
+    seqs = [Sequence(f"s{i}", s) for i, s in enumerate(random_sequences(12, rng, 5, 150))]
+    seqs.append(Sequence("amb", "ACDXXBZWWYKLXBZ"))
+    db = SequenceDB.from_sequences(seqs)
+    for gap_open, gap_extend in ((11.0, 1.0), (5.0, 2.0), (0.0, 3.0)):
+        for q in seqs[:4] + seqs[-1:]:
+            fast = sw_scores(q.codes, db.codes, db.offsets, np.arange(len(db)),
+                             gap_open=gap_open, gap_extend=gap_extend)
+            for t in range(len(db)):
+                tc = db.codes_of(t)
+                ref = align_score(score_matrix(q.codes, tc),
+                                  GapCosts.uniform(len(q), len(tc), gap_open, gap_extend))
+                assert fast[t] == pytest.approx(ref, abs=1e-4)
+
+
+def test_kmer_index_postings_are_the_kmers():
+    db, _ = make_db(2, 2, 5)
+    idx = build_kmer_index(db.codes, db.offsets, 3)
+    assert idx.start[-1] == idx.n_postings
+    rng = np.random.default_rng(0)
+    for h in rng.integers(0, idx.n_postings, size=200):
+        w = int(np.searchsorted(idx.start, h, side="right") - 1)
+        t, p = int(idx.seq[h]), int(idx.pos[h])
+        assert kmer_ids(db.codes_of(t)[p:p + 3], 3)[0] == w
+    # every indexable k-mer is indexed exactly once
+    expected = sum(int((kmer_ids(db.codes_of(t), 3) >= 0).sum()) for t in range(len(db)))
+    assert idx.n_postings == expected
+
+
+def test_search_ranks_family_members_first(small_db):
+    db, family = small_db
+    q = db.sequence(db.index_of("fam2_0"))
+    hits = search(q, db, method="sw", evalue=10.0)
+    assert hits[0].target_id == "fam2_0" and hits[0].evalue < 1e-30
+    fam_hits = [h for h in hits if family[h.target_id] == 2]
+    assert len(fam_hits) == 5  # all members found
+    top = [family[h.target_id] for h in hits[:5]]
+    assert top == [2] * 5
+    keys = [(h.evalue, -h.score) for h in hits]
+    assert keys == sorted(keys)
+    for h in hits:
+        assert h.alignment is not None
+        assert h.alignment.score == pytest.approx(h.score)
+        assert h.alignment.evalue == h.evalue and h.alignment.bits == h.bits
+        assert h.evalue <= 10.0
+
+
+def test_evalue_threshold_and_max_hits(small_db):
+    db, _ = small_db
+    q = db.sequence(db.index_of("fam1_0"))
+    loose = search(q, db, evalue=100.0, prefilter=False)
+    strict = search(q, db, evalue=1e-5, prefilter=False)
+    assert all(h.evalue <= 1e-5 for h in strict)
+    assert [h.target_id for h in strict] == [h.target_id for h in loose[:len(strict)]]
+    capped = search(q, db, evalue=100.0, max_hits=3, prefilter=False)
+    assert [h.target_id for h in capped] == [h.target_id for h in loose[:3]]
+
+
+def test_prefilter_results_agree_with_exhaustive(small_db):
+    db, _ = small_db
+    for name in ("fam0_1", "fam3_2", "rand5"):
+        q = db.sequence(db.index_of(name))
+        full = {h.target_id: h for h in search(q, db, prefilter=False, evalue=1.0)}
+        fast = {h.target_id: h for h in search(q, db, prefilter=True, evalue=1.0)}
+        assert set(fast) <= set(full)
+        strong = {t for t, h in full.items() if h.evalue < 1e-5}
+        assert strong <= set(fast)
+        for t, h in fast.items():
+            assert h.score == full[t].score and h.evalue == pytest.approx(full[t].evalue)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 6, 7, 10, 25, 80])
+def test_prefilter_never_drops_an_exact_match(length):
+    rng = np.random.default_rng(length)
+    decoys = random_sequences(150, rng, 20, 200)
+    q = "".join(AA[i] for i in rng.integers(0, 20, size=length))
+    if length >= 10:
+        q = q[:4] + "XX" + q[6:]  # ambiguity codes are not indexed
+    seqs = [Sequence(f"d{i}", s) for i, s in enumerate(decoys)]
+    seqs.insert(int(rng.integers(0, 150)), Sequence("copy", q))
+    # decoys that contain the query: they compete with the copy for the max_seqs slots
+    seqs += [Sequence(f"super{i}", s[:30] + q + s[30:]) for i, s in enumerate(decoys[:20])]
+    db = SequenceDB.from_sequences(seqs)
+    cand = prefilter(Sequence("q", q).codes, db, max_seqs=5)
+    assert db.index_of("copy") in set(cand.tolist())
+    assert exact_matches(Sequence("q", q).codes, db).tolist() == [db.index_of("copy")]
+
+
+def test_prefilter_reduces_candidates_on_a_random_query(small_db):
+    db, _ = small_db
+    q = db.sequence(db.index_of("fam4_0"))
+    cand = prefilter(q.codes, db)
+    assert 5 <= len(cand) < len(db)
+
+
+def test_search_many_and_query_rep(small_db):
+    db, _ = small_db
+    qs = [db.sequence(db.index_of(n)) for n in ("fam0_0", "fam5_3")]
+    many = search_many(qs, db, method="sw", progress=False, evalue=1.0)
+    assert [q.id for q, _ in many] == ["fam0_0", "fam5_3"]
+    for q, hits in many:
+        single = search(q, db, method="sw", evalue=1.0)
+        assert [(h.target_id, h.score) for h in hits] == [(h.target_id, h.score) for h in single]
+    # the generic DP path (query_rep given) gives the same scores as the fast SW path
+    q = qs[0]
+    generic = search(q, db, method="sw", evalue=1.0, query_rep=q.codes)
+    fast = search(q, db, method="sw", evalue=1.0)
+    assert [(h.target_id, h.score) for h in generic] == [(h.target_id, h.score) for h in fast]
+
+
+def test_other_dp_method_runs_through_align_batch(small_db, monkeypatch, tmp_path):
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
+    db, family = small_db
+    q = db.sequence(db.index_of("fam3_0"))
+    from homalign.stats import calibrate
+
+    params = calibrate("glocal", {}, n_pairs=200, seed=3)
+    hits = search(q, db, method="glocal", evalue=1e-3, params=params)
+    assert hits and hits[0].target_id == "fam3_0"
+    assert {family[h.target_id] for h in hits} == {3}
+
+
+def test_query_too_long_is_an_input_error(small_db):
+    from homalign.errors import InputError
+
+    db, _ = small_db
+    with pytest.raises(InputError, match="limit"):
+        search(Sequence("long", "A" * 50), db, max_query_length=40)
+
+
+def test_tab_a3m_pair_output(small_db, tmp_path):
+    from homalign.io import read_a3m
+
+    db, _ = small_db
+    q = db.sequence(db.index_of("fam1_0"))
+    hits = search(q, db, evalue=1e-3)
+    buf = io.StringIO()
+    write_hits(buf, [(q, hits)], fmt="tab", extra=("qaln", "taln"))
+    rows = [line.split("\t") for line in buf.getvalue().splitlines()]
+    assert len(rows) == len(hits) and all(len(r) == 14 for r in rows)
+    for r, h in zip(rows, hits, strict=True):
+        assert r[0] == q.id and r[1] == h.target_id
+        qa, ta = r[12], r[13]
+        assert len(qa) == len(ta) == int(r[3])
+        assert qa.replace("-", "") == q.residues[int(r[6]) - 1:int(r[7])]
+        assert ta.replace("-", "") == h.alignment.target[int(r[8]) - 1:int(r[9])]
+        ident = sum(a == b for a, b in zip(qa, ta, strict=True) if a != "-")
+        assert float(r[2]) == pytest.approx(100 * ident / len(qa), abs=1e-3)
+        assert float(r[11]) == pytest.approx(h.bits, abs=0.06)
+    out = tmp_path / "q.a3m"
+    write_hits(out, [(q, hits)], fmt="a3m")
+    msa = read_a3m(out)
+    assert msa.ids == [q.id] + [h.target_id for h in hits]
+    assert msa.rows[0] == q.residues
+    for r, h in enumerate(hits, start=1):
+        # match columns + insertions give back the aligned target segment
+        ins = msa.insertions[r]
+        rebuilt = "".join(ins[k] + (msa.rows[r][k] if msa.rows[r][k] != "-" else "")
+                          for k in range(msa.n_cols)) + ins[msa.n_cols]
+        s, e = h.alignment.target_span
+        assert rebuilt.upper() == h.alignment.target[s:e]
+    buf = io.StringIO()
+    write_hits(buf, [(q, hits[:2])], fmt="pair")
+    assert buf.getvalue().count(f">{q.id} vs ") == 2
+
+
+def test_rank_hits_orders_by_evalue_then_score():
+    from homalign.search import Hit
+
+    hits = [Hit("q", "a", 0, 10, 5, 1.0), Hit("q", "b", 1, 20, 9, 1.0),
+            Hit("q", "c", 2, 50, 20, 1e-5)]
+    assert [h.target_id for h in rank_hits(hits)] == ["c", "b", "a"]

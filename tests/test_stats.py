@@ -1,0 +1,162 @@
+"""Extreme-value statistics: published parameters, length adjustment, fits and calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from homalign import stats
+from homalign.search import SequenceDB, search
+from homalign.sequence import Sequence
+from homalign.stats import (
+    EVDParams,
+    bit_score,
+    calibrate,
+    evalue,
+    fit_gumbel,
+    fit_regression_tail,
+    karlin_altschul,
+    length_adjustment,
+    pair_pvalues,
+    random_sequences,
+    search_space,
+)
+
+
+def test_published_blosum62_values():
+    p = karlin_altschul("BLOSUM62", 11, 1)
+    assert (p.lam, p.K, p.H, p.alpha, p.beta) == (0.267, 0.041, 0.14, 1.9, -30)
+    assert karlin_altschul("blosum62", 14, 2) is None  # not a published combination
+    assert karlin_altschul("BLOSUM80", 10, 1).lam == 0.299
+    assert karlin_altschul("NOPE", 11, 1) is None
+
+
+def test_length_adjustment_matches_blast():
+    # blastp 2.x, query d1asha_ (147 aa) against the 11,487-sequence SCOPe trainval database
+    # (2,159,704 letters), BLOSUM62 11/1: "Effective search space used: 89264350".
+    p = karlin_altschul("BLOSUM62", 11, 1)
+    assert length_adjustment(p, 147, 2_159_704, 11_487) == 77
+    assert search_space(p, 147, 2_159_704, 11_487) == 89_264_350
+    # bits and E-value of a raw score 296 (BLAST reports 118 bits)
+    assert bit_score(296, p) == pytest.approx(118.6, abs=0.05)
+    e = evalue(296, p, 147, 2_159_704, 11_487)
+    assert e == pytest.approx(89_264_350 * 0.041 * math.exp(-0.267 * 296))
+
+
+def test_length_adjustment_without_finite_size_constants_is_zero():
+    assert length_adjustment(EVDParams(0.3, 0.1), 100, 10_000, 50) == 0
+
+
+def test_fit_gumbel_recovers_parameters():
+    rng = np.random.default_rng(0)
+    lam, K = 0.3, 0.05
+    m = rng.integers(50, 500, size=4000).astype(float)
+    n = rng.integers(50, 500, size=4000).astype(float)
+    s = (np.log(K * m * n) - np.log(-np.log(rng.random(4000)))) / lam
+    fit = fit_gumbel(s, m, n)
+    assert fit.lam == pytest.approx(lam, rel=0.05)
+    assert fit.K == pytest.approx(K, rel=0.3)
+
+
+def test_fit_gumbel_rejects_degenerate_input():
+    with pytest.raises(ValueError):
+        fit_gumbel(np.ones(50), np.full(50, 100), np.full(50, 100))
+    with pytest.raises(ValueError):
+        fit_gumbel(np.arange(5.0), np.full(5, 100), np.full(5, 100))
+
+
+def test_regression_tail_pvalues_are_calibrated():
+    rng = np.random.default_rng(1)
+
+    def draw(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        m = rng.integers(50, 400, size=k).astype(float)
+        n = rng.integers(50, 400, size=k).astype(float)
+        noise = rng.gumbel(size=k) * np.sqrt(4 + 0.05 * m)
+        return -1.0 * m - 0.2 * n + 5 + noise, m, n
+
+    s, m, n = draw(20_000)
+    fit = fit_regression_tail(s, m, n)
+    s2, m2, n2 = draw(20_000)
+    p = pair_pvalues(s2, fit, m2, n2)
+    for x in (0.02, 0.005):
+        assert (p <= x).mean() == pytest.approx(x, rel=0.35)
+
+
+def _decoys(seed: int, n_db: int, n_q: int, lo: int = 80, hi: int = 400):
+    rng = np.random.default_rng(seed)
+    db = SequenceDB.from_sequences(
+        [Sequence(f"d{i}", s) for i, s in enumerate(random_sequences(n_db, rng, lo, hi))])
+    qs = [Sequence(f"q{i}", s) for i, s in enumerate(random_sequences(n_q, rng, lo, hi))]
+    return db, qs
+
+
+def _mean_hits(db, qs, method, params=None, **options) -> dict[float, float]:
+    ev = []
+    for q in qs:
+        ev += [h.evalue for h in search(q, db, method, evalue=10.0, prefilter=False,
+                                        max_hits=None, params=params, **options)]
+    ev = np.array(ev)
+    return {x: float((ev <= x).sum()) / len(qs) for x in (1.0, 5.0, 10.0)}
+
+
+def test_karlin_altschul_evalues_are_calibrated_on_decoys():
+    """On unrelated (random) sequences the number of hits with E <= x is close to x."""
+    db, qs = _decoys(7, 200, 25, 80, 300)
+    for x, observed in _mean_hits(db, qs, "sw").items():
+        assert x / 2.5 <= observed <= 2.5 * x, (x, observed)
+
+
+def test_fitted_evalues_are_calibrated_on_decoys(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
+    opts = {"gap_open": 14.0, "gap_extend": 2.0}  # not in the published tables
+    assert karlin_altschul("BLOSUM62", 14, 2) is None
+    params = calibrate("sw", opts, n_pairs=600, seed=11)
+    assert params.model == "local" and 0.2 < params.lam < 0.45
+    db, qs = _decoys(8, 300, 30)  # fresh decoys, not the calibration pairs
+    for x, observed in _mean_hits(db, qs, "sw", params=params, **opts).items():
+        assert x / 2.5 <= observed <= 2.5 * x, (x, observed)
+
+
+def test_glocal_fit_is_roughly_calibrated(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
+    params = calibrate("glocal", {}, n_pairs=500, seed=2)
+    assert params.model == "regression"
+    db, qs = _decoys(9, 200, 20, 60, 200)
+    observed = _mean_hits(db, qs, "glocal", params=params)[10.0]
+    assert 10.0 / 4 <= observed <= 10.0 * 2.5, observed
+
+
+def test_calibrate_caches_its_fit(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
+    first = calibrate("sw", {"gap_open": 9.0, "gap_extend": 3.0}, n_pairs=100, seed=5)
+    files = list((tmp_path / "evd").glob("sw-*.json"))
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert data["params"]["lam"] == first.lam
+
+    def boom(*_a, **_k):
+        raise AssertionError("a cached fit must not be recomputed")
+
+    monkeypatch.setattr(stats, "_pair_scores", boom)
+    assert calibrate("sw", {"gap_open": 9.0, "gap_extend": 3.0}, n_pairs=100, seed=5) == first
+    with pytest.raises(AssertionError):
+        calibrate("sw", {"gap_open": 9.0, "gap_extend": 3.0}, n_pairs=100, seed=5, refit=True)
+
+
+def test_unrelated_pairs_sources():
+    rng = np.random.default_rng(0)
+    seqs = [Sequence(f"s{i}", s) for i, s in enumerate(random_sequences(20, rng))]
+    labels = ["a"] * 10 + ["b"] * 10
+    qs, ts, kind = stats.unrelated_pairs(50, sequences=seqs, labels=labels, seed=1)
+    assert kind == "cross-fold"
+    lab = {s.id: label for s, label in zip(seqs, labels, strict=True)}
+    assert all(lab[q.id] != lab[t.id] for q, t in zip(qs, ts, strict=True))
+    qs, ts, kind = stats.unrelated_pairs(10, sequences=seqs, seed=1)
+    assert kind == "shuffled"
+    by_id = {s.id: s for s in seqs}
+    for t in ts:
+        orig = by_id[t.id.split("_", 1)[1]]
+        assert sorted(t.residues) == sorted(orig.residues)
