@@ -35,14 +35,16 @@ def test_columns() -> None:
 @pytest.mark.parametrize(
     ("value", "text"),
     [(0.0, "0.0"), (1e-200, "0.0"), (1e-120, "1.00e-120"), (2.357e-27, "2.36e-27"),
-     (0.0005, "5.00e-04"), (0.0123, "0.012"), (0.456, "0.46"), (3.21, "3.2"), (123.4, "123")],
+     (0.0005, "5.00e-04"), (0.0123, "0.012"), (0.456, "0.46"), (3.21, "3.2"), (123.4, "123"),
+     (0.996, "1.0"), (0.0999, "0.10"), (0.000899999, "0.001"), (float("nan"), "nan")],
 )
 def test_evalue_format(value: float, text: str) -> None:
     assert format_evalue(value) == text
 
 
 @pytest.mark.parametrize(
-    ("value", "text"), [(45.83, "45.8"), (99.9, "99.9"), (285.7, "285"), (12345.6, "1.235e+04")]
+    ("value", "text"), [(45.83, "45.8"), (99.9, "99.9"), (99.97, "100"), (285.7, "285"), (9999.7, "9999"),
+     (12345.6, "1.235e+04")]
 )
 def test_bitscore_format(value: float, text: str) -> None:
     assert format_bitscore(value) == text

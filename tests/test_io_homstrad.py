@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from homalign.io import pir_to_msa, read_pir, read_tem
 
-DATA = Path("/work/shared/data")
+DATA = Path(os.environ.get("HOMALIGN_DATA", "/work/shared/data"))  # shared, read-only
 HOMSTRAD = DATA / "homstrad"
 FAMILIES = sorted(HOMSTRAD.glob("*/*/*.ali"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from homalign.errors import InputError
 from homalign.io import TMALIGN_COLUMNS, cigar_pairs, pir_to_msa, read_pir, read_tmalign_pairs
 
-DATA = Path("/work/shared/data")
+DATA = Path(os.environ.get("HOMALIGN_DATA", "/work/shared/data"))  # shared, read-only
 HEADER = "\t".join(TMALIGN_COLUMNS) + "\n"
 
 

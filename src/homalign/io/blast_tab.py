@@ -2,12 +2,14 @@
 
 Numbers are formatted the way BLAST+ writes its tabular output: percent identity with three
 decimals; the E-value ``0.0`` below 1e-180, ``%.2e`` below 0.0009, then ``%.3f``, ``%.2f``,
-``%.1f`` and ``%.0f`` for the bands up to 0.1, 1, 10 and above; the bit score ``%.1f`` up to 99.9,
-then truncated to an integer, ``%.3e`` above 9999.
+``%.1f`` and ``%.0f`` for the bands up to 0.1, 1, 10 and above; the bit score ``%.1f`` below 100,
+then truncated to an integer, ``%.3e`` from 10000. Formatting is idempotent: reading a line and
+writing it again gives the same text.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,28 +50,40 @@ class TabularHit:
     taln: str | None = None
 
 
+_EVALUE_BANDS = ((0.0009, ".2e"), (0.1, ".3f"), (1.0, ".2f"), (10.0, ".1f"), (math.inf, ".0f"))
+
+
 def format_evalue(evalue: float) -> str:
-    """An E-value as BLAST+ tabular output writes it."""
+    """An E-value as BLAST+ tabular output writes it.
+
+    A value that rounds up to the next band is written in that band's format (0.996 → ``1.0``,
+    not ``1.00``), so that writing what was read reproduces the text.
+    """
+    if math.isnan(evalue):
+        return "nan"
     if evalue < 1.0e-180:
         return "0.0"
-    if evalue < 0.0009:
-        return f"{evalue:.2e}"
-    if evalue < 0.1:
-        return f"{evalue:.3f}"
-    if evalue < 1.0:
-        return f"{evalue:.2f}"
-    if evalue < 10.0:
-        return f"{evalue:.1f}"
-    return f"{evalue:.0f}"
+    for limit, spec in _EVALUE_BANDS:
+        if evalue < limit:
+            text = format(evalue, spec)
+            if float(text) < limit:
+                return text
+            evalue = float(text)
+    return "inf"
 
 
 def format_bitscore(bits: float) -> str:
-    """A bit score as BLAST+ writes it (``%.1f``, truncated integer above 99.9, ``%.3e`` > 9999)."""
-    if bits > 9999:
+    """A bit score as BLAST+ writes it: ``%.1f`` below 100, an integer (truncated) up to 9999,
+    ``%.3e`` from 10000 (BLAST switches to the integer at 99.9; here at 100, so that a value
+    always reads back to the same text)."""
+    if math.isnan(bits):
+        return "nan"
+    if bits >= 10000:
         return f"{bits:.3e}"
-    if bits > 99.9:
+    if bits >= 100:
         return str(int(bits))
-    return f"{bits:.1f}"
+    text = f"{bits:.1f}"
+    return "100" if float(text) >= 100 else text
 
 
 def _check_extra(extra: Sequence[str]) -> tuple[str, ...]:
