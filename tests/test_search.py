@@ -202,7 +202,7 @@ def test_tab_a3m_pair_output(small_db, tmp_path):
         assert ta.replace("-", "") == h.alignment.target[int(r[8]) - 1:int(r[9])]
         ident = sum(a == b for a, b in zip(qa, ta, strict=True) if a != "-")
         assert float(r[2]) == pytest.approx(100 * ident / len(qa), abs=1e-3)
-        assert float(r[11]) == pytest.approx(h.bits, abs=0.06)
+        assert float(r[11]) == pytest.approx(h.bits, abs=1.0)  # BLAST truncates > 99.9
     out = tmp_path / "q.a3m"
     write_hits(out, [(q, hits)], fmt="a3m")
     msa = read_a3m(out)

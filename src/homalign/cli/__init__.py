@@ -12,7 +12,7 @@ import sys
 
 from homalign.errors import HomalignError
 
-VERBS = ("align",)
+VERBS = ("align", "benchmark", "search", "makedb")
 
 
 def build_parser() -> argparse.ArgumentParser:

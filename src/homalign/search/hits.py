@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io as _stdio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,16 +38,15 @@ def rank_hits(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=Hit.sort_key)
 
 
-def _format_evalue(e: float) -> str:
-    if e == 0.0:
-        return "0.0"
-    if e < 1e-180:
-        return "0.0"
-    return f"{e:.2e}" if e < 1e-3 else f"{e:.3g}"
+def to_tabular(hit: Hit):
+    """The BLAST ``-outfmt 6`` row of a hit, with ``qaln``/``taln``, as ``homalign.io.TabularHit``.
 
+    BLAST's columns: ``length`` counts alignment columns (gaps included), ``pident`` identical
+    columns / length, ``mismatch`` aligned non-identical pairs, ``gapopen`` gap runs; positions
+    are 1-based and inclusive.
+    """
+    from homalign.io import TabularHit
 
-def tab_row(hit: Hit, extra: Sequence[str] = ()) -> list[str]:
-    """The BLAST ``-outfmt 6`` columns of a hit (plus ``qaln``/``taln`` when asked)."""
     aln = hit.alignment
     if aln is None:
         raise ValueError(f"hit {hit.target_id} has no alignment")
@@ -57,25 +55,20 @@ def tab_row(hit: Hit, extra: Sequence[str] = ()) -> list[str]:
     ident = aln.n_identical
     qs, qe = aln.query_span
     ts, te = aln.target_span
-    row = [
-        hit.query_id, hit.target_id,
-        f"{100.0 * ident / length:.3f}" if length else "0.000",
-        str(length), str(aln.length - ident), str(aln.n_gap_opens),
-        str(qs + 1), str(qe), str(ts + 1), str(te),
-        _format_evalue(hit.evalue), f"{hit.bits:.1f}",
-    ]
-    for col in extra:
-        if col == "qaln":
-            row.append(qa)
-        elif col == "taln":
-            row.append(ta)
-        else:
-            raise ValueError(f"unknown extra column {col!r} (qaln, taln)")
-    return row
+    return TabularHit(
+        qseqid=hit.query_id, sseqid=hit.target_id,
+        pident=100.0 * ident / length if length else 0.0, length=length,
+        mismatch=aln.length - ident, gapopen=aln.n_gap_opens,
+        qstart=qs + 1, qend=qe, sstart=ts + 1, send=te,
+        evalue=hit.evalue, bitscore=hit.bits, qaln=qa or "-", taln=ta or "-",
+    )
 
 
 def format_tab(hits: Iterable[Hit], extra: Sequence[str] = ()) -> str:
-    return "".join("\t".join(tab_row(h, extra)) + "\n" for h in hits)
+    """BLAST tabular lines of the hits (formatted by :mod:`homalign.io.blast_tab`)."""
+    from homalign.io.blast_tab import format_hit
+
+    return "".join(format_hit(to_tabular(h), extra) for h in hits)
 
 
 def a3m_rows(query_id: str, query: str, hits: Iterable[Hit]) -> tuple[list[str], list[str],
@@ -106,6 +99,8 @@ def a3m_rows(query_id: str, query: str, hits: Iterable[Hit]) -> tuple[list[str],
 
 def format_pair(hit: Hit, width: int = 60) -> str:
     """A readable pairwise block: header, then query / midline / target lines."""
+    from homalign.io.blast_tab import format_evalue
+
     aln = hit.alignment
     if aln is None:
         raise ValueError(f"hit {hit.target_id} has no alignment")
@@ -115,7 +110,7 @@ def format_pair(hit: Hit, width: int = 60) -> str:
     qs, _ = aln.query_span
     ts, _ = aln.target_span
     out = [f">{hit.query_id} vs {hit.target_id}  score={hit.score:.1f} bits={hit.bits:.1f} "
-           f"evalue={_format_evalue(hit.evalue)} identity={aln.identity:.3f} "
+           f"evalue={format_evalue(hit.evalue)} identity={aln.identity:.3f} "
            f"aligned={aln.length}"]
     qi, ti = qs, ts
     w = max(len(hit.query_id), len(hit.target_id), 5)
@@ -143,20 +138,19 @@ def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit
     """
     from homalign.io import MSA, atomic_write, write_a3m
 
-    if fmt in ("tab", "pair"):
-        buf = _stdio.StringIO()
-        for _query, hits in results:
-            if fmt == "tab":
-                buf.write(format_tab(hits, extra))
-            else:
-                for h in hits:
-                    buf.write(format_pair(h))
-                    buf.write("\n")
-        text = buf.getvalue()
+    if fmt == "tab":
+        from homalign.io import write_blast_tab
+
+        rows = [to_tabular(h) for _query, hits in results for h in hits]
+        write_blast_tab(path if hasattr(path, "write") else Path(path), rows,  # type: ignore
+                        extra=tuple(extra))
+        return
+    if fmt == "pair":
+        text = "".join(format_pair(h) + "\n" for _query, hits in results for h in hits)
         if hasattr(path, "write"):
             path.write(text)  # type: ignore[union-attr]
         else:
-            with atomic_write(Path(path)) as fh:
+            with atomic_write(Path(path)) as fh:  # type: ignore[arg-type]
                 fh.write(text)
         return
     if fmt != "a3m":

@@ -1,0 +1,30 @@
+"""``homalign makedb DB.fa OUTDIR``: a database directory with a k-mer index for ``search``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "makedb", help="build a search database (sequences + k-mer index) from a FASTA file",
+        description="Write OUTDIR with the packed sequences, a k-mer index for the search "
+                    "prefilter and a manifest (format version, SHA-256 of every file). The "
+                    "directory is written under a temporary name and renamed when complete.",
+    )
+    p.add_argument("fasta", help="protein FASTA file (unique ids)")
+    p.add_argument("outdir", help="database directory to create")
+    p.add_argument("-k", type=int, default=3, choices=(2, 3, 4), help="k-mer length (default 3)")
+    p.add_argument("--force", action="store_true", help="replace an existing database")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from homalign.search import SequenceDB, makedb
+
+    out = makedb(args.fasta, args.outdir, k=args.k, overwrite=args.force)
+    db = SequenceDB.load(out, verify=False)
+    print(f"homalign makedb: {out}: {len(db)} sequences, {db.total_length} residues, "
+          f"{db.index.n_postings} {args.k}-mers indexed", file=sys.stderr)
+    return 0

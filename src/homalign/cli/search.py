@@ -1,0 +1,143 @@
+"""``homalign search QUERY.fa DB``: ranked database hits with E-values for every query record."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+FORMATS = ("tab", "a3m", "pair")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from homalign.methods import method_names
+
+    p = sub.add_parser(
+        "search", help="search a protein database: hits ranked by E-value",
+        description="Search every query record against DB (a FASTA file or a `homalign makedb` "
+                    "directory). Hits are ranked by E-value; BLAST tabular output has the 12 "
+                    "standard -outfmt 6 columns (qaln taln appended with --aln).",
+    )
+    p.add_argument("query", help="FASTA file with one or more query sequences")
+    p.add_argument("db", help="database: FASTA file or makedb directory")
+    p.add_argument("--method", default="sw",
+                   help=f"scoring method (default sw); one of: {', '.join(method_names())}")
+    p.add_argument("--evalue", type=_positive_float, default=10.0,
+                   help="report hits with E-value at most this (default 10)")
+    p.add_argument("--max-hits", type=_positive_int, default=500,
+                   help="at most N hits per query (default 500)")
+    p.add_argument("--format", choices=FORMATS, default="tab", help="output format (default tab)")
+    p.add_argument("--aln", action="store_true", help="tab: append the qaln and taln columns")
+    p.add_argument("-o", "--out", default="-",
+                   help="output file (default stdout; a3m with several queries: a directory)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="skip the k-mer prefilter: full DP against every database sequence")
+    p.add_argument("--max-seqs", type=_positive_int, default=None,
+                   help="prefilter: keep at most N targets per query (default 1000)")
+    p.add_argument("--iterations", type=_positive_int, default=1,
+                   help="N > 1: iterative profile search (PSI-BLAST style, N rounds)")
+    p.add_argument("--matrix", default=None, help="substitution matrix (sequence methods)")
+    p.add_argument("--gap-open", type=float, default=None, help="gap open cost (BLAST convention)")
+    p.add_argument("--gap-extend", type=float, default=None, help="gap extend cost")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="shard the work over Ray workers (local Ray, or a cluster ADDRESS)")
+    p.add_argument("--workers", type=_positive_int, default=2,
+                   help="number of Ray workers with --ray (default 2)")
+    p.add_argument("--shard", choices=("queries", "db"), default="queries",
+                   help="with --ray: split the queries (default) or the database")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def _method_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if args.matrix is not None:
+        opts["matrix"] = args.matrix
+    if args.gap_open is not None:
+        opts["gap_open"] = args.gap_open
+    if args.gap_extend is not None:
+        opts["gap_extend"] = args.gap_extend
+    return opts
+
+
+def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
+    """``--iterations N``: N - 1 rounds of :func:`homalign.profile.iterative.build_msa`, then a
+    final search with the profile of the last MSA (the ``pssm`` method)."""
+    from tqdm import tqdm
+
+    from homalign.methods.profile import ProteinRep
+    from homalign.profile.iterative import build_msa
+    from homalign.profile.profile import Profile
+    from homalign.search import search
+    from homalign.stats import karlin_altschul
+
+    matrix = opts.get("matrix", "BLOSUM62")
+    go, ge = opts.get("gap_open", 11.0), opts.get("gap_extend", 1.0)
+    params = karlin_altschul(matrix, go, ge)
+    results = []
+    for q in tqdm(queries, desc="iterative search", unit="query", disable=args.no_progress):
+        msa = build_msa(q, db, iterations=args.iterations - 1, prefilter=not args.exhaustive,
+                        matrix=matrix, gap_open=go, gap_extend=ge)
+        rep = ProteinRep(q, source=Profile.from_msa(msa, matrix=matrix))
+        hits = search(q, db, method="pssm", evalue=args.evalue, max_hits=args.max_hits,
+                      prefilter=not args.exhaustive, query_rep=rep, params=params,
+                      matrix=matrix, gap_open=go, gap_extend=ge)
+        results.append((q, hits))
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    from homalign.search import open_database, search_many, write_hits
+    from homalign.sequence import read_sequences
+
+    queries = read_sequences(args.query)
+    if not queries:
+        raise ValueError(f"{args.query}: no query sequences")
+    db = open_database(args.db)
+    opts = _method_options(args)
+    pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
+    if args.iterations > 1:
+        if args.ray is not None:
+            raise ValueError("--iterations with --ray is not supported")
+        results = _iterative(queries, db, args, opts)
+    elif args.ray is not None:
+        from homalign.search.ray_backend import search_ray
+
+        results = search_ray(queries, db, args.method, address=args.ray, workers=args.workers,
+                             shard=args.shard, evalue=args.evalue, max_hits=args.max_hits,
+                             prefilter=not args.exhaustive, prefilter_options=pf_opts, **opts)
+    else:
+        results = search_many(queries, db, args.method, progress=not args.no_progress,
+                              evalue=args.evalue, max_hits=args.max_hits,
+                              prefilter=not args.exhaustive, prefilter_options=pf_opts, **opts)
+    extra = ("qaln", "taln") if args.aln else ()
+    if args.out == "-":
+        if args.format == "a3m" and len(results) > 1:
+            raise ValueError("a3m output of several queries needs -o DIRECTORY")
+        if args.format == "a3m":
+            from homalign.io import MSA
+            from homalign.search.hits import a3m_rows
+
+            q, hits = results[0]
+            ids, rows, ins = a3m_rows(q.id, q.residues, hits)
+            a3m = MSA(ids, rows, insertions=ins).to_a3m_rows()
+            sys.stdout.write("".join(f">{i}\n{r}\n" for i, r in zip(ids, a3m, strict=True)))
+        else:
+            write_hits(sys.stdout, results, fmt=args.format, extra=extra)
+    else:
+        write_hits(args.out, results, fmt=args.format, extra=extra)
+    return 0

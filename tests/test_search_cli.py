@@ -1,0 +1,99 @@
+"""``homalign makedb`` and ``homalign search`` end to end on the bundled HOMSTRAD families."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import homalign
+from homalign.cli import main
+from homalign.io import (
+    FastaRecord,
+    read_a3m,
+    read_blast_tab,
+    read_fasta,
+    read_pir,
+    write_fasta,
+)
+
+DATA = Path(homalign.__file__).parent / "data" / "homstrad_dev"
+FAMILIES = sorted(p.name for p in DATA.iterdir() if (p / f"{p.name}.ali").exists())[:12]
+
+
+@pytest.fixture(scope="module")
+def homstrad_fasta(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """Ungapped members of 12 bundled families as one FASTA database; id -> family."""
+    records, family = [], {}
+    for fam in FAMILIES:
+        for entry in read_pir(DATA / fam / f"{fam}.ali"):
+            sid = f"{fam}|{entry.id}"
+            seq = entry.aligned.replace("-", "")
+            if sid in family or len(seq) < 20:
+                continue
+            records.append(FastaRecord(sid, "", seq))
+            family[sid] = fam
+    path = tmp_path_factory.mktemp("cli") / "homstrad.fa"
+    write_fasta(path, records)
+    return path, family
+
+
+def test_makedb_then_search_tab(homstrad_fasta, tmp_path, capsys):
+    fasta, family = homstrad_fasta
+    dbdir = tmp_path / "db"
+    assert main(["makedb", str(fasta), str(dbdir)]) == 0
+    assert (dbdir / "manifest.json").exists()
+    queries = [sid for sid in family if family[sid] in FAMILIES[:3]][::2]
+    qfile = tmp_path / "q.fa"
+    all_records = {r.id: r for r in read_fasta(fasta)}
+    write_fasta(qfile, [all_records[q] for q in queries])
+    out = tmp_path / "hits.tsv"
+    assert main(["search", str(qfile), str(dbdir), "--evalue", "1e-3", "--aln",
+                 "-o", str(out), "--no-progress"]) == 0
+    hits = list(read_blast_tab(out, extra=("qaln", "taln")))
+    assert {h.qseqid for h in hits} == set(queries)
+    for q in queries:
+        mine = [h for h in hits if h.qseqid == q]
+        assert mine[0].sseqid == q  # the self hit first
+        evalues = [h.evalue for h in mine]
+        assert evalues == sorted(evalues)
+        # with E <= 1e-3 every hit is in the query's family (HOMSTRAD families are distinct)
+        assert {family[h.sseqid] for h in mine} == {family[q]}
+    # a FASTA database and --exhaustive give the same top hits
+    out2 = tmp_path / "hits2.tsv"
+    assert main(["search", str(qfile), str(fasta), "--evalue", "1e-3", "--exhaustive",
+                 "-o", str(out2), "--no-progress"]) == 0
+    strong = {(h.qseqid, h.sseqid) for h in hits if h.evalue < 1e-10}
+    exhaustive = {(h.qseqid, h.sseqid) for h in read_blast_tab(out2)}
+    assert strong <= exhaustive
+
+
+def test_search_a3m_and_pair_output(homstrad_fasta, tmp_path, capsys):
+    fasta, family = homstrad_fasta
+    q = next(iter(family))
+    rec = next(r for r in read_fasta(fasta) if r.id == q)
+    qfile = tmp_path / "q.fa"
+    write_fasta(qfile, [rec])
+    a3m = tmp_path / "q.a3m"
+    assert main(["search", str(qfile), str(fasta), "--format", "a3m", "-o", str(a3m),
+                 "--evalue", "1e-3", "--no-progress"]) == 0
+    msa = read_a3m(a3m)
+    assert msa.ids[0] == q and msa.ids[1] == q and msa.rows[0] == rec.sequence.upper()
+    assert main(["search", str(qfile), str(fasta), "--format", "pair", "--max-hits", "2",
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f">{q} vs ") == 2
+
+
+def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):
+    fasta, _ = homstrad_fasta
+    empty = tmp_path / "empty.fa"
+    empty.write_text("")
+    assert main(["search", str(fasta), str(empty), "--no-progress"]) == 2
+    assert "error" in capsys.readouterr().err
+    fake = tmp_path / "notadb"
+    fake.mkdir()
+    assert main(["search", str(fasta), str(fake), "--no-progress"]) == 2
+    assert "not a homalign database" in capsys.readouterr().err
+    assert main(["makedb", str(empty), str(tmp_path / "db")]) == 2
+    assert not (tmp_path / "db").exists()
