@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from homalign.dp import GapCosts, align, align_batch, align_score
+from homalign.dp.kernels import gotoh, score_constant, score_integral
+from homalign.dp.modes import MODES as MODE_CODES
 from homalign.dp.result import ops_from_cigar
 from test_dp_bruteforce import brute_best, is_end_cell, path_score, random_gap_vectors, start_cells
 
@@ -67,13 +69,17 @@ def test_optimum_equals_brute_force(mode, seed, integer):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), open_=st.sampled_from([0.0, 0.5, 3.0, 11.0]),
-       extend=st.sampled_from([0.0, 0.25, 1.0]))
-def test_uniform_fast_path_matches_traceback(mode, seed, open_, extend):
+       extend=st.sampled_from([0.0, 0.25, 1.0, 2.0]), integer=st.booleans())
+def test_uniform_fast_path_matches_traceback(mode, seed, open_, extend, integer):
+    """align_score's constant-cost kernels (float and integer-valued) equal the general DP."""
     rng = np.random.default_rng(seed)
     lq, lt = int(rng.integers(1, 40)), int(rng.integers(1, 40))
-    S = rng.normal(0.0, 3.0, size=(lq, lt)).astype(np.float32)
+    if integer:
+        S = rng.integers(-5, 9, size=(lq, lt)).astype(np.float32)
+    else:
+        S = rng.normal(0.0, 3.0, size=(lq, lt)).astype(np.float32)
     gaps = GapCosts.uniform(lq, lt, open=open_, extend=extend)
     assert gaps.constant_costs() is not None
     res = align(S, gaps, mode=mode)
@@ -81,6 +87,21 @@ def test_uniform_fast_path_matches_traceback(mode, seed, open_, extend):
     vecs = {n: getattr(gaps, n) for n in ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
                                           "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")}
     check_path(res, S, vecs, mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_integer_kernel_and_its_fallback(mode):
+    rng = np.random.default_rng(1)
+    S = rng.integers(-4, 8, size=(30, 45)).astype(np.float32)
+    gaps = GapCosts.uniform(30, 45, 11.0, 1.0)
+    c = tuple(np.float32(x) for x in gaps.constant_costs())
+    code = MODE_CODES[mode]
+    general = gotoh(S, *gaps.kernel_vectors(), code, np.zeros((1, 1), np.uint8))[0]
+    score, ok = score_integral(S, *c, code)
+    assert ok and score == general == score_constant(S, *c, code)
+    S[17, 3] += np.float32(0.5)  # one fractional entry: the integer kernel refuses
+    assert not score_integral(S, *c, code)[1]
+    assert align_score(S, gaps, mode) == align(S, gaps, mode).score
 
 
 def test_blast_gap_convention():
@@ -213,8 +234,11 @@ def test_batch_equals_single(mode, score_only):
         Ss.append(rng.normal(0.0, 2.0, size=(lq, lt)).astype(np.float32))
         if k % 3 == 0:
             gs.append(GapCosts(**random_gap_vectors(rng, lq, lt)))
-        else:
+        elif k % 3 == 1:
             gs.append(GapCosts.uniform(lq, lt, open=float(k), extend=0.5))
+        else:  # integer-valued: the integer kernel
+            Ss[-1] = np.round(Ss[-1] * 2)
+            gs.append(GapCosts.uniform(lq, lt, open=float(k), extend=1.0))
     out = align_batch(Ss, gs, mode=mode, score_only=score_only)
     assert len(out) == len(Ss)
     for S, g, r in zip(Ss, gs, out, strict=True):

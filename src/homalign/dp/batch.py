@@ -14,9 +14,9 @@ import numpy as np
 from numba import njit, prange
 
 from homalign.dp.gaps import GapCosts
-from homalign.dp.kernels import gotoh, score_constant, traceback
+from homalign.dp.kernels import gotoh, score_constant, score_integral, traceback
 from homalign.dp.modes import mode_code
-from homalign.dp.pairwise import check_scores
+from homalign.dp.pairwise import integral_bound_ok, validate_scores
 from homalign.dp.result import DPResult, from_ops
 
 __all__ = ["align_batch"]
@@ -24,7 +24,7 @@ __all__ = ["align_batch"]
 
 @njit(cache=True, parallel=True)
 def _batch_kernel(  # noqa: ANN201, PLR0913
-    s_flat, s_off, lqs, lts, vecs, v_off, const, cparams, mode, trace, ops, o_off, scores, meta
+    s_flat, s_off, lqs, lts, vecs, v_off, kind, cparams, mode, trace, ops, o_off, scores, meta
 ):  # noqa: ANN001
     """Align pair k for every k in parallel; fill scores[k] and meta[k] = (n_ops, si, sj)."""
     n = lqs.shape[0]
@@ -48,10 +48,17 @@ def _batch_kernel(  # noqa: ANN201, PLR0913
             meta[k, 0] = nops
             meta[k, 1] = si
             meta[k, 2] = sj
-        elif const[k]:
-            scores[k] = score_constant(
-                S, cparams[k, 0], cparams[k, 1], cparams[k, 2], cparams[k, 3], mode
-            )
+        elif kind[k] > 0:
+            ok = False
+            if kind[k] == 2:
+                sc, ok = score_integral(
+                    S, cparams[k, 0], cparams[k, 1], cparams[k, 2], cparams[k, 3], mode
+                )
+                scores[k] = sc
+            if not ok:
+                scores[k] = score_constant(
+                    S, cparams[k, 0], cparams[k, 1], cparams[k, 2], cparams[k, 3], mode
+                )
         else:
             dummy = np.zeros((1, 1), np.uint8)
             scores[k] = gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dummy)[0]
@@ -82,7 +89,8 @@ def align_batch(
     n = len(score_matrices)
     if n == 0:
         return []
-    mats = [check_scores(S, g) for S, g in zip(score_matrices, gaps, strict=True)]
+    checked = [validate_scores(S, g) for S, g in zip(score_matrices, gaps, strict=True)]
+    mats = [c[0] for c in checked]
     lqs = np.array([m.shape[0] for m in mats], dtype=np.int64)
     lts = np.array([m.shape[1] for m in mats], dtype=np.int64)
     s_flat = np.concatenate([m.ravel() for m in mats])
@@ -92,15 +100,19 @@ def align_batch(
     v_off = np.stack(
         [_offsets(lqs), _offsets(lts + 1), _offsets(lts), _offsets(lqs + 1)], axis=1
     )
-    consts = [None if not score_only else g.constant_costs() for g in gaps]
-    const = np.array([c is not None for c in consts], dtype=np.bool_)
+    consts = [g.constant_costs() if score_only else None for g in gaps]
+    # kernel per pair: 0 general, 1 constant costs, 2 constant integer costs (see align_score)
+    kind = np.zeros(n, dtype=np.int8)
+    for k, (c, (m, hi, lo)) in enumerate(zip(consts, checked, strict=True)):
+        if c is not None:
+            kind[k] = 2 if integral_bound_ok(m.shape[0], m.shape[1], hi, lo, c) else 1
     cparams = np.array([c if c is not None else (0.0,) * 4 for c in consts], dtype=np.float32)
     ops = np.empty(int((lqs + lts).sum()) if not score_only else 1, dtype=np.uint8)
     o_off = _offsets(lqs + lts)
     scores = np.empty(n, dtype=np.float32)
     meta = np.zeros((n, 3), dtype=np.int64)
     _batch_kernel(
-        s_flat, s_off, lqs, lts, vecs, v_off, const, cparams, code, not score_only,
+        s_flat, s_off, lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
         ops, o_off, scores, meta,
     )
     if score_only:

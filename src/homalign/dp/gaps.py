@@ -135,8 +135,9 @@ class GapCosts:
     def constant_costs(self) -> tuple[float, float, float, float] | None:
         """``(go_I, ge_I, go_D, ge_D)`` if every column cost is position-independent, else None.
 
-        Only returned when opening never beats extending (``go >= ge``), the condition under
-        which the fast constant-cost kernel gives bit-identical results to the general one.
+        Only returned when ``go >= ge >= 0`` (opening never beats extending, gaps never add to
+        the score), the condition under which the fast constant-cost kernels give bit-identical
+        results to the general one.
         """
         vecs = self.kernel_vectors()
         for v in vecs:
@@ -146,7 +147,7 @@ class GapCosts:
         qio, qie, tio, tie, tdo, tde, qdo, qde = first
         go_i, ge_i = np.float32(qio + tio), np.float32(qie + tie)
         go_d, ge_d = np.float32(tdo + qdo), np.float32(tde + qde)
-        if go_i < ge_i or go_d < ge_d:
+        if not (go_i >= ge_i >= 0 and go_d >= ge_d >= 0):
             return None
         return float(go_i), float(ge_i), float(go_d), float(ge_d)
 

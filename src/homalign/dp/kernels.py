@@ -231,21 +231,24 @@ def traceback(dirs, end_i, end_j, end_state, ops):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pass1(row, h, e, t, colbest, go_i, ge_i, z, b0):  # noqa: ANN001
-    """Row i, vectorisable part: e <- I(i, .), t <- max(M, I, B)(i, .) from h = H(i-1, .).
-
-    ``colbest`` keeps the best M per column (only read in local mode).
-    """
+def _pass1(row, h, e, t, go_i, ge_i, z, b0):  # noqa: ANN001
+    """Row i, vectorisable part: e <- I(i, .), t <- max(M, I, B)(i, .) from h = H(i-1, .)."""
     lt = t.shape[0] - 1
     e0 = _mx(h[0] - go_i, e[0] - ge_i)
     t[0] = _mx(b0, e0)
     for k in range(lt):
         m = _mx(h[k], z) + row[k]
-        colbest[k + 1] = _mx(colbest[k + 1], m)
         ej = _mx(h[k + 1] - go_i, e[k + 1] - ge_i)
         e[k + 1] = ej
         t[k + 1] = _mx(m, ej)
     e[0] = e0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_best(colbest, h):  # noqa: ANN001
+    """colbest[j] <- max(colbest[j], h[j]) (vectorised; local mode's running best per column)."""
+    for k in range(h.shape[0]):
+        colbest[k] = _mx(colbest[k], h[k])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -263,11 +266,11 @@ def _pass2(h, t, go_d, ge_d):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pass2_pair(row2, h, e, t, colbest, go_i, ge_i, go_d, ge_d, z, b0):  # noqa: ANN001
+def _pass2_pair(row2, h, e, t, go_i, ge_i, go_d, ge_d, z, b0):  # noqa: ANN001
     """Finish row i (D chain over ``t``) while computing row i + 1 one column behind it.
 
     The two D recurrences are independent, so the CPU overlaps their latency chains. On return
-    ``h`` holds H(i + 1, .) and ``e`` I(i + 1, .); returns H(i, Lt).
+    ``h`` holds H(i + 1, .) and ``e`` I(i + 1, .); returns (H(i, Lt), max_j H(i, j)).
     """
     lt = t.shape[0] - 1
     hi0 = t[0]
@@ -282,14 +285,15 @@ def _pass2_pair(row2, h, e, t, colbest, go_i, ge_i, go_d, ge_d, z, b0):  # noqa:
     h1 = _mx(t1prev, d1)
     hd2 = hi0
     hu2 = h1
+    rb = _mx(hi0, h1)
     # iteration k: row i at column k + 2, row i + 1 at column k + 1
     for k in range(lt - 1):
         d1 = _mx(t1prev - go_d, d1 - ge_d)
         tj = t[k + 2]
         h1 = _mx(tj, d1)
+        rb = _mx(rb, h1)
         t1prev = tj
         m2 = _mx(hd2, z) + row2[k]
-        colbest[k + 1] = _mx(colbest[k + 1], m2)
         e2 = _mx(hu2 - go_i, e[k + 1] - ge_i)
         e[k + 1] = e2
         tt = _mx(m2, e2)
@@ -300,33 +304,18 @@ def _pass2_pair(row2, h, e, t, colbest, go_i, ge_i, go_d, ge_d, z, b0):  # noqa:
         hu2 = h1
     # row i + 1, column lt
     m2 = _mx(hd2, z) + row2[lt - 1]
-    colbest[lt] = _mx(colbest[lt], m2)
     e2 = _mx(hu2 - go_i, e[lt] - ge_i)
     e[lt] = e2
     tt = _mx(m2, e2)
     d2 = _mx(t2prev - go_d, d2 - ge_d)
     h[lt] = _mx(tt, d2)
-    return hu2
+    return hu2, rb
 
 
-@njit(cache=True, nogil=True)
-def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
-    """Score-only Gotoh for position-independent costs (requires go >= ge), linear memory.
-
-    H = max over M, I, D and B (opening from H equals opening from M/D because go >= ge, and
-    float subtraction is monotone, so results are bit-identical to :func:`gotoh`). Rows go in
-    pairs: a vectorisable pass computes M and I of row i, then one loop runs row i's sequential
-    D recurrence and all of row i + 1 one column behind, overlapping the two latency chains.
-    """
-    lq, lt = S.shape
-    local = mode == LOCAL
-    z = ZERO if local else NEG
-    h = np.empty(lt + 1, np.float32)
-    e = np.empty(lt + 1, np.float32)
-    t = np.empty(lt + 1, np.float32)
-    best = ZERO if local else NEG
-    colbest = np.full(lt + 1, NEG, np.float32)  # local: best M per column (no reduction chain)
-    # row 0
+@njit(cache=True, nogil=True, inline="always")
+def _row0(h, e, go_d, ge_d, mode):  # noqa: ANN001
+    """H(0, .) = max(B, D) along row 0; I(0, .) = -inf."""
+    lt = h.shape[0] - 1
     h[0] = _begin(mode, 0, 0)
     e[0] = NEG
     d = NEG
@@ -334,29 +323,125 @@ def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
         d = _mx(h[j - 1] - go_d, d - ge_d)
         h[j] = _mx(_begin(mode, 0, j), d)
         e[j] = NEG
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_end(best, h, i, lq, mode):  # noqa: ANN001
+    """Fold the end cells of row i (H values in ``h``) into ``best`` (non-local modes)."""
+    lt = h.shape[0] - 1
+    if mode == SEMIGLOBAL and i < lq:
+        return _mx(best, h[lt])
+    if (mode == GLOCAL or mode == SEMIGLOBAL) and i == lq:
+        for j in range(lt + 1):
+            best = _mx(best, h[j])
+        return best
+    if mode == GLOBAL and i == lq:
+        return h[lt]
+    return best
+
+
+@njit(cache=True, nogil=True)
+def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
+    """Score-only Gotoh for position-independent costs with go >= ge >= 0, linear memory.
+
+    H = max over M, I, D and B: opening from H equals opening from M/D because go >= ge, and
+    float subtraction is monotone, so every cell value is bit-identical to :func:`gotoh`'s; in
+    local mode max H = max M because gap costs are >= 0. Rows go in pairs: a vectorisable pass
+    computes M and I of row i, then one loop runs row i's sequential D recurrence and all of
+    row i + 1 one column behind, so the CPU overlaps the two latency chains.
+    """
+    lq, lt = S.shape
+    local = mode == LOCAL
+    z = ZERO if local else NEG
+    h = np.empty(lt + 1, np.float32)
+    e = np.empty(lt + 1, np.float32)
+    t = np.empty(lt + 1, np.float32)
+    colbest = np.full(lt + 1, NEG, np.float32)  # local: best H per column (no reduction chain)
+    best = ZERO if local else NEG
+    _row0(h, e, go_d, ge_d, mode)
     if mode == SEMIGLOBAL:
         best = _mx(best, h[lt])
     i = 1
     while i <= lq:
-        _pass1(S[i - 1], h, e, t, colbest, go_i, ge_i, z, _begin(mode, i, 0))
+        _pass1(S[i - 1], h, e, t, go_i, ge_i, z, _begin(mode, i, 0))
         if i < lq:
-            h_i_end = _pass2_pair(
-                S[i], h, e, t, colbest, go_i, ge_i, go_d, ge_d, z, _begin(mode, i + 1, 0)
+            h_i_end, h_i_max = _pass2_pair(
+                S[i], h, e, t, go_i, ge_i, go_d, ge_d, z, _begin(mode, i + 1, 0)
             )
-            if mode == SEMIGLOBAL:
+            if local:
+                best = _mx(best, h_i_max)
+            elif mode == SEMIGLOBAL:
                 best = _mx(best, h_i_end)
             i += 1
         else:
             _pass2(h, t, go_d, ge_d)
-        if mode == SEMIGLOBAL and i < lq:
-            best = _mx(best, h[lt])
-        elif (mode == GLOCAL or mode == SEMIGLOBAL) and i == lq:
-            for j in range(lt + 1):
-                best = _mx(best, h[j])
-        elif mode == GLOBAL and i == lq:
-            best = h[lt]
+        if local:
+            _row_best(colbest, h)
+        else:
+            best = _row_end(best, h, i, lq, mode)
         i += 1
     if local:
-        for j in range(1, lt + 1):
+        for j in range(lt + 1):
             best = _mx(best, colbest[j])
     return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pass2_offset(h, t, u, jge, go_d):  # noqa: ANN001
+    """Row i, D and H via a running maximum: D(j) + j*ge = max_{k <= j} (t[k-1] - go + k*ge).
+
+    Exact only when every value involved is an integer below 2**24 in magnitude (see
+    :func:`score_integral`); the only sequential operation left is one max per cell.
+    """
+    lt = t.shape[0] - 1
+    h[0] = t[0]
+    for k in range(lt):
+        u[k + 1] = (t[k] - go_d) + jge[k + 1]
+    run = NEG
+    for k in range(lt):
+        run = _mx(run, u[k + 1])
+        h[k + 1] = _mx(t[k + 1], run - jge[k + 1])
+
+
+@njit(cache=True, nogil=True)
+def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
+    """Score-only Gotoh for integer-valued scores and constant integer costs (go >= ge >= 0).
+
+    Returns ``(score, ok)``; ``ok`` is False (and the score meaningless) as soon as a row with a
+    fractional entry is met. Callers guarantee integer costs and a bound on |S| such that every
+    partial score is an integer of magnitude < 2**24, so float32
+    arithmetic is exact, any summation order gives the same number, and the result equals
+    :func:`gotoh`'s bit for bit. That lets the D recurrence become a running maximum of
+    offset values (one max per cell on the critical path instead of a subtract and a max).
+    """
+    lq, lt = S.shape
+    local = mode == LOCAL
+    z = ZERO if local else NEG
+    h = np.empty(lt + 1, np.float32)
+    e = np.empty(lt + 1, np.float32)
+    t = np.empty(lt + 1, np.float32)
+    u = np.empty(lt + 1, np.float32)
+    jge = np.arange(lt + 1).astype(np.float32) * ge_d
+    colbest = np.full(lt + 1, NEG, np.float32)
+    best = ZERO if local else NEG
+    _row0(h, e, go_d, ge_d, mode)
+    if mode == SEMIGLOBAL:
+        best = _mx(best, h[lt])
+    for i in range(1, lq + 1):
+        row = S[i - 1]
+        n_frac = 0
+        for k in range(lt):
+            n_frac += np.floor(row[k]) != row[k]
+        if n_frac:
+            return best, False
+        _pass1(row, h, e, t, go_i, ge_i, z, _begin(mode, i, 0))
+        _pass2_offset(h, t, u, jge, go_d)
+        if local:
+            _row_best(colbest, h)
+        else:
+            best = _row_end(best, h, i, lq, mode)
+    if local:
+        for j in range(lt + 1):
+            best = _mx(best, colbest[j])
+    return best, True
+

@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from homalign.dp.gaps import GapCosts
-from homalign.dp.kernels import gotoh, score_constant, traceback
+from homalign.dp.kernels import gotoh, score_constant, score_integral, traceback
 from homalign.dp.modes import mode_code
 from homalign.dp.result import DPResult, from_ops
 
-__all__ = ["align", "align_score", "check_scores"]
+__all__ = ["align", "align_score", "check_scores", "integral_bound_ok", "validate_scores"]
 
 _NO_TRACE = np.zeros((1, 1), dtype=np.uint8)
+_EXACT = 2.0**23  # partial scores stay integers below 2**24: float32 sums are exact
+
+
+def validate_scores(S: np.ndarray, gaps: GapCosts) -> tuple[np.ndarray, float, float]:
+    """``(S as C-contiguous float32, max, min)``; ValueError on bad shape, NaN or +inf."""
+    if not isinstance(gaps, GapCosts):
+        raise ValueError(f"gaps must be a GapCosts, got {type(gaps).__name__}")
+    arr = np.ascontiguousarray(S, dtype=np.float32)
+    if arr.ndim != 2:
+        raise ValueError(f"score matrix must be 2-D (Lq, Lt), got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"score matrix must be non-empty, got shape {arr.shape}")
+    hi = float(arr.max())  # NaN if any entry is NaN
+    if math.isnan(hi) or hi == math.inf:
+        raise ValueError("score matrix contains NaN or +inf")
+    gaps.check_shape(arr.shape[0], arr.shape[1])
+    return arr, hi, float(arr.min())
 
 
 def check_scores(S: np.ndarray, gaps: GapCosts) -> np.ndarray:
@@ -20,17 +39,19 @@ def check_scores(S: np.ndarray, gaps: GapCosts) -> np.ndarray:
     Raises ValueError for a wrong shape, an empty matrix, NaN or +inf (-inf is allowed and marks
     a pair that may not be aligned).
     """
-    if not isinstance(gaps, GapCosts):
-        raise ValueError(f"gaps must be a GapCosts, got {type(gaps).__name__}")
-    arr = np.ascontiguousarray(S, dtype=np.float32)
-    if arr.ndim != 2:
-        raise ValueError(f"score matrix must be 2-D (Lq, Lt), got shape {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"score matrix must be non-empty, got shape {arr.shape}")
-    if np.isnan(arr).any() or np.isposinf(arr).any():
-        raise ValueError("score matrix contains NaN or +inf")
-    gaps.check_shape(arr.shape[0], arr.shape[1])
-    return arr
+    return validate_scores(S, gaps)[0]
+
+
+def integral_bound_ok(
+    lq: int, lt: int, hi: float, lo: float, const: tuple[float, float, float, float]
+) -> bool:
+    """Whether the integer fast path is exact: integer costs, finite S, and every partial score
+    (plus the kernel's column offsets) an integer below 2**24 in magnitude."""
+    if not (math.isfinite(lo) and all(float(c).is_integer() for c in const)):
+        return False
+    go_i, ge_i, go_d, ge_d = const
+    bound = (lq + lt + 2) * (max(abs(hi), abs(lo)) + go_i + go_d + ge_i + ge_d) + (lt + 1) * ge_d
+    return bound < _EXACT
 
 
 def align(S: np.ndarray, gaps: GapCosts, mode: str = "local") -> DPResult:
@@ -49,11 +70,19 @@ def align(S: np.ndarray, gaps: GapCosts, mode: str = "local") -> DPResult:
 
 
 def align_score(S: np.ndarray, gaps: GapCosts, mode: str = "local") -> float:
-    """Optimal score only (linear memory); equal, bit for bit, to ``align(...).score``."""
+    """Optimal score only (linear memory); equal, bit for bit, to ``align(...).score``.
+
+    Kernel choice: position-independent costs with ``go >= ge >= 0`` use a specialised kernel,
+    and if moreover all scores and costs are small integers, an exact integer-valued one.
+    """
     code = mode_code(mode)
-    arr = check_scores(S, gaps)
+    arr, hi, lo = validate_scores(S, gaps)
     const = gaps.constant_costs()
-    if const is not None:
-        go_i, ge_i, go_d, ge_d = (np.float32(c) for c in const)
-        return float(score_constant(arr, go_i, ge_i, go_d, ge_d, code))
-    return float(gotoh(arr, *gaps.kernel_vectors(), code, _NO_TRACE)[0])
+    if const is None:
+        return float(gotoh(arr, *gaps.kernel_vectors(), code, _NO_TRACE)[0])
+    c32 = tuple(np.float32(c) for c in const)
+    if integral_bound_ok(arr.shape[0], arr.shape[1], hi, lo, const):
+        score, ok = score_integral(arr, *c32, code)
+        if ok:
+            return float(score)
+    return float(score_constant(arr, *c32, code))

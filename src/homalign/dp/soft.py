@@ -111,6 +111,15 @@ def _smax(stack: list[Tensor], temperature: float) -> Tensor:
     return temperature * torch.logsumexp(x / temperature, dim=0)
 
 
+def _smax1(x: Tensor, temperature: float) -> Tensor:
+    """Soft max over dim 1."""
+    if temperature == 0.0:
+        return x.amax(dim=1)
+    if temperature == 1.0:
+        return torch.logsumexp(x, dim=1)
+    return temperature * torch.logsumexp(x / temperature, dim=1)
+
+
 def _skew(grid: Tensor, n_diag: int) -> Tensor:
     """(B, n, m) grid -> (B, n_diag, n) with out[b, d, i] = grid[b, i, d - i] (clamped)."""
     b, n, m = grid.shape
@@ -216,43 +225,42 @@ def soft_align(
     valid_i = (ii >= 1).expand(B, n, m)
     valid_d = (jj >= 1).expand(B, n, m)
 
-    grids = [Sg, i_open.expand(B, n, m), i_ext.expand(B, n, m), d_open.expand(B, n, m),
-             d_ext.expand(B, n, m), start_to_m.expand(B, n, m), start_to_i.expand(B, n, m),
-             start_to_d.expand(B, n, m)]
-    Sk, IOk, IEk, DOk, DEk, SMk, SIk, SDk = (_skew(x.contiguous(), n_diag) for x in grids)
+    def skew(x: Tensor) -> Tensor:
+        return _skew(x.expand(B, n, m).contiguous(), n_diag)
+
+    Sk = skew(Sg)
+    io, ie, do, de = skew(i_open), skew(i_ext), skew(d_open), skew(d_ext)
+    # costs of entering I from (M, I, D) and D from (M, I, D), stacked on dim 2: (B, D, 3, n)
+    i_cost = torch.stack([io, ie, io], dim=2)
+    d_cost = torch.stack([do, do, de], dim=2)
+    start_m = skew(start_to_m)
+    start_i = skew(start_to_i) - io
+    start_d = skew(start_to_d) - do
     d_idx = torch.arange(n_diag).view(-1, 1)
     i_idx = torch.arange(n).view(1, -1)
     on_grid = ((d_idx - i_idx) >= 0) & ((d_idx - i_idx) < m)  # (n_diag, n)
-    masks = [_skew(x.to(dtype), n_diag) > 0.5 for x in (valid_m, valid_i, valid_d)]
-    VMk, VIk, VDk = (x & on_grid for x in masks)
-    EMk = (_skew(end_m.expand(B, n, m).to(dtype), n_diag) > 0.5) & on_grid
-    EGk = (_skew(end_g.expand(B, n, m).to(dtype), n_diag) > 0.5) & on_grid
+    valid = torch.stack([_skew(x.to(dtype), n_diag) > 0.5 for x in (valid_m, valid_i, valid_d)],
+                        dim=2) & on_grid[None, :, None, :]  # (B, D, 3, n)
+    end = torch.stack([_skew(x.expand(B, n, m).to(dtype), n_diag) > 0.5
+                       for x in (end_m, end_g, end_g)], dim=2) & on_grid[None, :, None, :]
 
-    def shift(x: Tensor) -> Tensor:  # out[:, i] = x[:, i - 1]
-        return torch.nn.functional.pad(x[:, :-1], (1, 0), value=NEG)
+    def shift(x: Tensor) -> Tensor:  # out[..., i] = x[..., i - 1]
+        return torch.nn.functional.pad(x[..., :-1], (1, 0), value=NEG)
 
-    full_neg = torch.full((B, n), NEG, dtype=dtype)
-    M1 = I1 = D1 = full_neg  # diagonal d - 1
-    M2 = I2 = D2 = full_neg  # diagonal d - 2
-    ends: list[Tensor] = []
+    X1 = X2 = torch.full((B, 3, n), NEG, dtype=dtype)  # states (M, I, D) on diagonals d-1, d-2
+    states: list[Tensor] = []
     for d in range(n_diag):
-        m_new = Sk[:, d] + _smax(
-            [shift(M2), shift(I2), shift(D2), SMk[:, d]], temperature)
-        sM1, sI1, sD1 = shift(M1), shift(I1), shift(D1)
-        io, ie = IOk[:, d], IEk[:, d]
-        i_new = _smax([sM1 - io, sI1 - ie, sD1 - io, SIk[:, d] - io], temperature)
-        do, de = DOk[:, d], DEk[:, d]
-        d_new = _smax([M1 - do, D1 - de, I1 - do, SDk[:, d] - do], temperature)
-        m_new = torch.where(VMk[:, d], m_new, neg)
-        i_new = torch.where(VIk[:, d], i_new, neg)
-        d_new = torch.where(VDk[:, d], d_new, neg)
-        ends.append(_smax([torch.where(EMk[:, d], m_new, neg),
-                           torch.where(EGk[:, d], i_new, neg),
-                           torch.where(EGk[:, d], d_new, neg)], temperature))
-        M2, I2, D2 = M1, I1, D1
-        M1, I1, D1 = m_new, i_new, d_new
+        x2s = shift(X2)
+        x1s = shift(X1)
+        m_new = Sk[:, d] + _smax1(torch.cat([x2s, start_m[:, d, None]], dim=1), temperature)
+        i_new = _smax1(torch.cat([x1s - i_cost[:, d], start_i[:, d, None]], dim=1), temperature)
+        d_new = _smax1(torch.cat([X1 - d_cost[:, d], start_d[:, d, None]], dim=1), temperature)
+        X = torch.where(valid[:, d], torch.stack([m_new, i_new, d_new], dim=1), neg)
+        states.append(X)
+        X2, X1 = X1, X
 
-    total = torch.cat(ends, dim=1)  # (B, n_diag * n)
+    ends = torch.where(end, torch.stack(states, dim=1), neg)
+    total = ends.reshape(B, -1)
     extra = []
     if mode == "local":
         extra.append(torch.zeros(B, 1, dtype=dtype))
