@@ -130,13 +130,15 @@ def search(
     max_query_length: int = MAX_QUERY_LENGTH,
     target_reps: TargetReps | None = None,
     candidates: np.ndarray | None = None,
+    traceback: bool = True,
     **method_options: Any,
 ) -> list[Hit]:
     """Search ``query`` against ``db`` with a registered method; hits sorted by E-value.
 
     ``db_size`` = (residues, sequences) overrides the database size used for E-values (a shard
     of a larger database); ``params`` overrides the E-value parameters; ``candidates`` (database
-    indices) replaces the prefilter; ``target_reps`` shares prepared targets across queries.
+    indices) replaces the prefilter; ``target_reps`` shares prepared targets across queries;
+    ``traceback=False`` skips the alignments (``Hit.alignment`` is None; for rankings only).
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")
@@ -194,6 +196,10 @@ def search(
     if max_hits is not None:
         order = order[:max_hits]
 
+    if not traceback:
+        return rank_hits(Hit(q.id, db.ids[int(cand[n])], int(cand[n]), float(scores[n]),
+                             float(bits[n]), float(evals[n]), peer_alns.get(int(cand[n])))
+                         for n in order)
     if is_dp and target_reps is None:
         target_reps = TargetReps(m, db, opts)
     if is_dp and qrep is None:
@@ -230,7 +236,7 @@ def search_many(
     qs = list(queries)
     m = get_method(method)
     known = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-             "params", "max_query_length", "candidates"}
+             "params", "max_query_length", "candidates", "traceback"}
     method_options = {k: v for k, v in kwargs.items() if k not in known}
     reps = None
     if m.prepare is not None and m.score is not None:

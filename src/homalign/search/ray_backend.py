@@ -112,7 +112,7 @@ def search_ray(
 
 
 _ENGINE_KEYS = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-                "params", "max_query_length", "candidates"}
+                "params", "max_query_length", "candidates", "traceback"}
 
 
 def _by_queries(ray, queries, db, method, workers, kwargs):

@@ -1,0 +1,513 @@
+"""Homology detection benchmark on SCOPe: the protocol of the Foldseek paper.
+
+van Kempen et al., "Fast and accurate protein structure search with Foldseek", Nature
+Biotechnology 2023 (SCOPe40 benchmark). For each query, its hits are sorted by score and the
+self hit is skipped; walking down the list until the first false positive (a hit in another fold),
+a hit in the query's family counts for the *family* level, one in its superfamily but another
+family for the *superfamily* level, one in its fold but another superfamily for the *fold* level.
+Per query, the sensitivity at a level is the hits found at that level divided by the database
+members at that level; only queries whose family has another member, whose superfamily has
+members outside the family and whose fold has members outside the superfamily are scored; the
+benchmark reports means over the scored queries.
+
+Also: precision / recall / F1 of "homologous" calls (same superfamily) at E-value thresholds,
+``summary.csv`` (``method,queries,family,superfamily,fold,seconds``), per-query sensitivities and
+cumulative sensitivity plots like the paper's. homalign's methods run through
+:func:`homalign.search.search_many`; the installed peers (blastp, psiblast, phmmer, jackhmmer,
+mmseqs) run as programs on the whole database, with their maximum target counts raised so that
+the rankings go deep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from homalign.errors import InputError
+
+LEVELS = ("family", "superfamily", "fold")
+EVALUE_THRESHOLDS = (1e-10, 1e-5, 1e-3, 1e-2, 0.1, 1.0, 10.0)
+PEERS = ("blastp", "psiblast", "phmmer", "jackhmmer", "mmseqs")
+SUMMARY_COLUMNS = ("method", "queries", "family", "superfamily", "fold", "seconds")
+
+
+# ---------------------------------------------------------------------------------------------
+# SCOP labels
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Scop:
+    """A SCOP classification ``class.fold.superfamily.family`` split into its levels."""
+
+    family: str
+    superfamily: str
+    fold: str
+
+    @classmethod
+    def parse(cls, sccs: str) -> Scop:
+        parts = sccs.split(".")
+        if len(parts) != 4 or not all(parts):
+            raise ValueError(f"not a SCOP sccs class.fold.superfamily.family: {sccs!r}")
+        return cls(sccs, ".".join(parts[:3]), ".".join(parts[:2]))
+
+
+def labels_from_fasta(path: str | Path) -> dict[str, Scop]:
+    """id → SCOP levels from ASTRAL headers ``>d1dlwa_ a.1.1.1 (A:) ...``."""
+    from homalign.io import read_fasta
+
+    out: dict[str, Scop] = {}
+    for rec in read_fasta(path):
+        words = rec.description.split()
+        if not words:
+            raise InputError("header lacks the SCOP sccs after the id", path=path,
+                             record=rec.id)
+        try:
+            out[rec.id] = Scop.parse(words[0])
+        except ValueError as exc:
+            raise InputError(str(exc), path=path, record=rec.id) from None
+    if not out:
+        raise InputError("no records", path=path)
+    return out
+
+
+def read_query_list(path: str | Path, labels: dict[str, Scop]) -> list[str]:
+    """Query ids, one a line (``#`` comments and blank lines skipped); each must be in the db."""
+    ids = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            sid = line.strip()
+            if not sid or sid.startswith("#"):
+                continue
+            if sid not in labels:
+                raise InputError("query id is not in the database", path=path, line=number,
+                                 record=sid)
+            ids.append(sid)
+    if not ids:
+        raise InputError("no query ids", path=path)
+    return ids
+
+
+@dataclass(frozen=True)
+class LevelCounts:
+    """Database members of a query at each level (the query itself excluded)."""
+
+    family: int
+    superfamily: int  # same superfamily, other family
+    fold: int  # same fold, other superfamily
+
+
+class ScopIndex:
+    """Counts of database members per family, superfamily and fold."""
+
+    def __init__(self, labels: dict[str, Scop]) -> None:
+        self.labels = labels
+        self.n_family: dict[str, int] = {}
+        self.n_superfamily: dict[str, int] = {}
+        self.n_fold: dict[str, int] = {}
+        for s in labels.values():
+            self.n_family[s.family] = self.n_family.get(s.family, 0) + 1
+            self.n_superfamily[s.superfamily] = self.n_superfamily.get(s.superfamily, 0) + 1
+            self.n_fold[s.fold] = self.n_fold.get(s.fold, 0) + 1
+
+    def counts(self, query: str) -> LevelCounts:
+        s = self.labels[query]
+        fam = self.n_family[s.family]
+        sfam = self.n_superfamily[s.superfamily]
+        fold = self.n_fold[s.fold]
+        return LevelCounts(fam - 1, sfam - fam, fold - sfam)
+
+    def scorable(self, query: str) -> bool:
+        c = self.counts(query)
+        return c.family > 0 and c.superfamily > 0 and c.fold > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The protocol
+# ---------------------------------------------------------------------------------------------
+
+def query_sensitivity(query: str, ranked: Sequence[str], index: ScopIndex) -> dict[str, float]:
+    """Sensitivity up to the first false positive at each level for one query.
+
+    ``ranked``: target ids best first (sorted by score). The self hit is skipped, targets without
+    a label are ignored, a repeated target counts once.
+    """
+    q = index.labels[query]
+    counts = index.counts(query)
+    found = {level: 0 for level in LEVELS}
+    seen: set[str] = set()
+    for target in ranked:
+        if target == query or target in seen:
+            continue
+        seen.add(target)
+        t = index.labels.get(target)
+        if t is None:
+            continue
+        if t.fold != q.fold:
+            break  # the first false positive
+        if t.family == q.family:
+            found["family"] += 1
+        elif t.superfamily == q.superfamily:
+            found["superfamily"] += 1
+        else:
+            found["fold"] += 1
+    totals = {"family": counts.family, "superfamily": counts.superfamily, "fold": counts.fold}
+    return {level: found[level] / totals[level] if totals[level] else float("nan")
+            for level in LEVELS}
+
+
+def rank_by_score(hits: Iterable[tuple[str, float]]) -> list[str]:
+    """Target ids sorted by score, best first (stable: equal scores keep their order)."""
+    items = list(hits)
+    order = sorted(range(len(items)), key=lambda k: -items[k][1])
+    return [items[k][0] for k in order]
+
+
+def sensitivities(results: dict[str, list[tuple[str, float, float]]], queries: Sequence[str],
+                  index: ScopIndex) -> dict[str, dict[str, float]]:
+    """Per scored query: its sensitivities. ``results``: query → [(target, score, evalue)]."""
+    out = {}
+    for q in queries:
+        if not index.scorable(q):
+            continue
+        ranked = rank_by_score((t, s) for t, s, _e in results.get(q, []))
+        out[q] = query_sensitivity(q, ranked, index)
+    return out
+
+
+def mean_sensitivity(per_query: dict[str, dict[str, float]]) -> dict[str, float]:
+    if not per_query:
+        return {level: float("nan") for level in LEVELS}
+    return {level: float(np.mean([v[level] for v in per_query.values()])) for level in LEVELS}
+
+
+def precision_recall(results: dict[str, list[tuple[str, float, float]]], queries: Sequence[str],
+                     index: ScopIndex, thresholds: Sequence[float] = EVALUE_THRESHOLDS
+                     ) -> list[dict[str, float]]:
+    """Precision, recall and F1 of "homologous" (same superfamily) calls at E-value thresholds.
+
+    Pooled over all ``queries`` (self hits excluded): a call is a hit with E ≤ threshold; a true
+    call is in the query's superfamily; recall divides by all same-superfamily database members.
+    """
+    positives = 0
+    for q in queries:
+        c = index.counts(q)
+        positives += c.family + c.superfamily
+    rows = []
+    for thr in thresholds:
+        calls = tp = 0
+        for q in queries:
+            qs = index.labels[q]
+            seen = set()
+            for t, _s, e in results.get(q, []):
+                if t == q or t in seen or e > thr or t not in index.labels:
+                    continue
+                seen.add(t)
+                calls += 1
+                tp += index.labels[t].superfamily == qs.superfamily
+        precision = tp / calls if calls else float("nan")
+        recall = tp / positives if positives else float("nan")
+        f1 = (2 * precision * recall / (precision + recall)
+              if calls and positives and (precision + recall) > 0 else 0.0)
+        rows.append({"evalue": thr, "calls": calls, "true": tp, "precision": precision,
+                     "recall": recall, "f1": f1})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Running methods
+# ---------------------------------------------------------------------------------------------
+
+def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
+                        prefilter: bool = True, max_hits: int = 2000, progress: bool = True,
+                        **options: Any) -> dict[str, list[tuple[str, float, float]]]:
+    """Search every query against ``db`` (a SequenceDB) with a registered method, scores only."""
+    from homalign.search import search_many
+
+    seqs = [db.sequence(db.index_of(q)) for q in queries]
+    res = search_many(seqs, db, method, progress=progress, evalue=1e9, max_hits=max_hits,
+                      prefilter=prefilter, traceback=False, **options)
+    return {q.id: [(h.target_id, h.score, h.evalue) for h in hits] for q, hits in res}
+
+
+def _write_plain_fasta(path: Path, ids: Iterable[str], db: Any) -> None:
+    from homalign.io import FastaRecord, write_fasta
+
+    write_fasta(path, (FastaRecord(i, "", db.residues(db.index_of(i))) for i in ids))
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write("$ " + " ".join(cmd) + "\n")
+        fh.flush()
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed with status {proc.returncode} (see {log})")
+
+
+def _parse_blast_tab(path: Path, last_iteration: bool = False
+                     ) -> dict[str, list[tuple[str, float, float]]]:
+    """qseqid sseqid evalue bitscore lines; with ``last_iteration`` keep each query's last round
+    (psiblast ``-outfmt 7`` prints ``# Iteration: N`` comments)."""
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    block: list[tuple[str, float, float]] = []
+    rounds: dict[str, list[tuple[str, float, float]]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("#"):
+                if last_iteration and line.startswith("# Query:"):
+                    block = []  # every round repeats "# Query:"; the last one wins
+                    rounds[line.split()[2]] = block
+                continue
+            f = line.rstrip("\n").split("\t")
+            if len(f) < 4:
+                continue
+            hit = (f[1], float(f[3]), float(f[2]))
+            if last_iteration:
+                block.append(hit)
+            else:
+                out.setdefault(f[0], []).append(hit)
+    return rounds if last_iteration else out
+
+
+def _parse_hmmer_tbl(path: Path) -> dict[str, list[tuple[str, float, float]]]:
+    """HMMER ``--tblout``: target, acc, query, acc, full E-value, full score, ..."""
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("#") or not line.strip():
+                continue
+            f = line.split()
+            out.setdefault(f[2], []).append((f[0], float(f[5]), float(f[4])))
+    return out
+
+
+def run_peer(name: str, queries: Sequence[str], db: Any, db_fasta: Path, workdir: Path,
+             threads: int = 2, max_targets: int = 5000, iterations: int = 3
+             ) -> dict[str, list[tuple[str, float, float]]]:
+    """Run a peer program on the whole database; query → [(target, score, evalue)]."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    qfa = workdir / "queries.fa"
+    _write_plain_fasta(qfa, queries, db)
+    log = workdir / f"{name}.log"
+    t = str(threads)
+    if name in ("blastp", "psiblast"):
+        blastdb = workdir / "blastdb" / "db"
+        if not Path(str(blastdb) + ".pin").exists() and not Path(str(blastdb) + ".pal").exists():
+            blastdb.parent.mkdir(exist_ok=True)
+            _run(["makeblastdb", "-in", str(db_fasta), "-dbtype", "prot", "-out", str(blastdb)],
+                 log)
+        out = workdir / f"{name}.tsv"
+        common = ["-query", str(qfa), "-db", str(blastdb), "-evalue", "1000",
+                  "-max_target_seqs", str(max_targets), "-num_threads", t, "-out", str(out)]
+        if name == "blastp":
+            _run(["blastp", *common, "-outfmt", "6 qseqid sseqid evalue bitscore"], log)
+            return _parse_blast_tab(out)
+        _run(["psiblast", *common, "-num_iterations", str(iterations),
+              "-outfmt", "7 qseqid sseqid evalue bitscore"], log)
+        return _parse_blast_tab(out, last_iteration=True)
+    if name in ("phmmer", "jackhmmer"):
+        out = workdir / f"{name}.tbl"
+        cmd = [name, "--tblout", str(out), "--noali", "-E", "1000", "--cpu", t,
+               "-o", os.devnull]
+        if name == "jackhmmer":
+            cmd += ["-N", str(iterations)]
+        _run([*cmd, str(qfa), str(db_fasta)], log)
+        return _parse_jackhmmer_tbl(out) if name == "jackhmmer" else _parse_hmmer_tbl(out)
+    if name == "mmseqs":
+        out = workdir / "mmseqs.m8"
+        tmp = workdir / "mmseqs-tmp"
+        _run(["mmseqs", "easy-search", str(qfa), str(db_fasta), str(out), str(tmp),
+              "--max-seqs", str(max_targets), "-e", "1000", "--threads", t,
+              "--format-output", "query,target,evalue,bits", "-v", "1"], log)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return _parse_blast_tab(out)
+    raise ValueError(f"unknown peer {name!r}; peers: {', '.join(PEERS)}")
+
+
+def _parse_jackhmmer_tbl(path: Path) -> dict[str, list[tuple[str, float, float]]]:
+    """jackhmmer writes one tblout block per round; keep each query's last round."""
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    last_round: dict[str, list[tuple[str, float, float]]] = {}
+    with open(path, encoding="utf-8") as fh:
+        block: list[tuple[str, float, float]] = []
+        query = None
+        for line in fh:
+            if line.startswith("#"):
+                if block and query is not None:
+                    last_round[query] = block
+                    block = []
+                continue
+            f = line.split()
+            if not f:
+                continue
+            query = f[2]
+            block.append((f[0], float(f[5]), float(f[4])))
+        if block and query is not None:
+            last_round[query] = block
+    out.update(last_round)
+    return out
+
+
+def peer_available(name: str) -> bool:
+    programs = {"blastp": ("blastp", "makeblastdb"), "psiblast": ("psiblast", "makeblastdb"),
+                "phmmer": ("phmmer",), "jackhmmer": ("jackhmmer",), "mmseqs": ("mmseqs",)}
+    return all(shutil.which(p) for p in programs.get(name, (name,)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark run
+# ---------------------------------------------------------------------------------------------
+
+def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequence[str],
+                  out: str | Path, *, prefilter: bool = True, max_hits: int = 2000,
+                  threads: int = 2, limit: int | None = None, progress: bool = True,
+                  method_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Run every method, write ``summary.csv``, ``per_query.csv``, ``precision_recall.csv``,
+    ``hits/<method>.tsv`` and the plots into ``out``; returns the summary rows."""
+    from homalign.search import SequenceDB
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    labels = labels_from_fasta(db_fasta)
+    queries = read_query_list(query_list, labels)
+    if limit is not None:
+        step = max(len(queries) // limit, 1)
+        queries = queries[::step][:limit]
+    index = ScopIndex(labels)
+    db = SequenceDB.from_fasta(db_fasta)
+    summary, per_query_rows, pr_rows = [], [], []
+    with tempfile.TemporaryDirectory(prefix="homology-peers-", dir=out) as tmp:
+        plain_db = Path(tmp) / "db.fa"
+        _write_plain_fasta(plain_db, db.ids, db)
+        for method in methods:
+            start = time.perf_counter()
+            if method in PEERS:
+                if not peer_available(method):
+                    print(f"homology benchmark: {method} is not installed, skipped",
+                          file=sys.stderr)
+                    continue
+                results = run_peer(method, queries, db, plain_db, Path(tmp) / method,
+                                   threads=threads, max_targets=max_hits)
+            else:
+                results = run_homalign_method(method, queries, db, prefilter=prefilter,
+                                              max_hits=max_hits, progress=progress,
+                                              **(method_options or {}))
+            seconds = time.perf_counter() - start
+            per_query = sensitivities(results, queries, index)
+            means = mean_sensitivity(per_query)
+            summary.append({"method": method, "queries": len(per_query), **means,
+                            "seconds": seconds})
+            for q, v in per_query.items():
+                per_query_rows.append({"method": method, "query": q, **v})
+            for row in precision_recall(results, queries, index):
+                pr_rows.append({"method": method, **row})
+            _write_hits(out / "hits" / f"{method}.tsv", results)
+            print(f"homology benchmark: {method}: {len(per_query)} queries, family "
+                  f"{means['family']:.3f}, superfamily {means['superfamily']:.3f}, fold "
+                  f"{means['fold']:.3f}, {seconds:.1f} s", file=sys.stderr)
+    _write_csv(out / "summary.csv", SUMMARY_COLUMNS, summary)
+    _write_csv(out / "per_query.csv", ("method", "query", *LEVELS), per_query_rows)
+    _write_csv(out / "precision_recall.csv",
+               ("method", "evalue", "calls", "true", "precision", "recall", "f1"), pr_rows)
+    if per_query_rows:
+        plot_cumulative(per_query_rows, out / "sensitivity.png")
+    return summary
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    from homalign.io import atomic_write
+
+    with atomic_write(path) as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_fmt(r[c]) for c in columns])
+
+
+def _write_hits(path: Path, results: dict[str, list[tuple[str, float, float]]]) -> None:
+    from homalign.io import atomic_write
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path) as fh:
+        for q, hits in results.items():
+            for t, s, e in hits:
+                fh.write(f"{q}\t{t}\t{s:.6g}\t{e:.4g}\n")
+
+
+def plot_cumulative(per_query_rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """Three panels (family, superfamily, fold): per method, the queries sorted by sensitivity
+    (x: fraction of queries, y: sensitivity up to the first false positive), as in the paper."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from homalign.io import atomic_write
+
+    methods = list(dict.fromkeys(r["method"] for r in per_query_rows))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
+    for ax, level in zip(axes, LEVELS, strict=True):
+        for m in methods:
+            v = np.sort([r[level] for r in per_query_rows if r["method"] == m])[::-1]
+            x = np.arange(1, len(v) + 1) / len(v)
+            ax.plot(x, v, label=f"{m} ({np.mean(v):.3f})")
+        ax.set_title(level.capitalize())
+        ax.set_xlabel("Fraction of queries")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("Sensitivity up to the 1st FP")
+    fig.tight_layout()
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line (``homalign benchmark homology``)
+# ---------------------------------------------------------------------------------------------
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments of ``homalign benchmark homology``."""
+    p.add_argument("--db", required=True, metavar="FASTA",
+                   help="ASTRAL FASTA (headers '>id class.fold.superfamily.family ...')")
+    p.add_argument("--queries", required=True, metavar="LIST", help="query ids, one a line")
+    p.add_argument("--methods", default="sw,blastp,mmseqs", metavar="M1,M2,...",
+                   help=f"homalign methods and peers ({', '.join(PEERS)}); default "
+                        "sw,blastp,mmseqs")
+    p.add_argument("--out", required=True, metavar="OUTDIR", help="output directory")
+    p.add_argument("--exhaustive", action="store_true", help="homalign methods: no prefilter")
+    p.add_argument("--max-hits", type=int, default=2000,
+                   help="ranking depth per query, also the peers' max target count (2000)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="use N queries evenly spaced over the list (a documented subset)")
+    p.add_argument("--threads", type=int, default=2, help="peer program threads (default 2)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise ValueError("give at least one method")
+    run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
+                  max_hits=args.max_hits, threads=args.threads, limit=args.limit,
+                  progress=not args.no_progress)
+    return 0

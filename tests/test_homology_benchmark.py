@@ -1,0 +1,179 @@
+"""The SCOPe homology benchmark protocol (Foldseek paper) on hand-made rankings."""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from homalign.evaluate.homology import (
+    Scop,
+    ScopIndex,
+    _parse_blast_tab,
+    _parse_hmmer_tbl,
+    _parse_jackhmmer_tbl,
+    labels_from_fasta,
+    mean_sensitivity,
+    precision_recall,
+    query_sensitivity,
+    rank_by_score,
+    run_benchmark,
+    run_peer,
+    sensitivities,
+)
+from homalign.stats import random_sequences
+
+# q: a.1.1.1; family mates f1 f2; superfamily (other family) s1 s2 s3; fold (other sf) o1 o2;
+# other folds x1 x2; "lonely" has no family mate.
+LABELS = {
+    "q": "a.1.1.1", "f1": "a.1.1.1", "f2": "a.1.1.1",
+    "s1": "a.1.1.2", "s2": "a.1.1.2", "s3": "a.1.1.3",
+    "o1": "a.1.2.1", "o2": "a.1.2.1",
+    "x1": "b.1.1.1", "x2": "b.2.1.1",
+    "lonely": "a.1.1.4",
+}
+
+
+@pytest.fixture
+def index() -> ScopIndex:
+    return ScopIndex({k: Scop.parse(v) for k, v in LABELS.items()})
+
+
+def test_scop_parse():
+    s = Scop.parse("a.1.2.3")
+    assert (s.family, s.superfamily, s.fold) == ("a.1.2.3", "a.1.2", "a.1")
+    with pytest.raises(ValueError):
+        Scop.parse("a.1.2")
+
+
+def test_level_counts_exclude_the_query(index):
+    c = index.counts("q")
+    assert (c.family, c.superfamily, c.fold) == (2, 4, 2)  # lonely is in q's superfamily
+    assert index.scorable("q")
+    assert not index.scorable("lonely")  # its family has no other member
+    assert not index.scorable("x1")
+
+
+def test_walk_stops_at_the_first_false_positive(index):
+    ranking = ["q", "f1", "s1", "o1", "x1", "f2", "s2", "o2"]
+    sens = query_sensitivity("q", ranking, index)
+    assert sens == {"family": 1 / 2, "superfamily": 1 / 4, "fold": 1 / 2}
+
+
+def test_perfect_ranking_and_unknown_or_repeated_targets(index):
+    ranking = ["f1", "f1", "unknown", "f2", "s1", "s2", "s3", "lonely", "o2", "q", "o1", "x2"]
+    assert query_sensitivity("q", ranking, index) == {"family": 1.0, "superfamily": 1.0,
+                                                      "fold": 1.0}
+    assert query_sensitivity("q", ["x1", "f1"], index) == {"family": 0.0, "superfamily": 0.0,
+                                                           "fold": 0.0}
+
+
+def test_sensitivities_sort_by_score_and_skip_unscorable_queries(index):
+    results = {
+        # given in a scrambled order: sorted by score, the walk is f1 f2 s1 | x1 ...
+        "q": [("x1", 10.0, 1.0), ("f1", 90.0, 1e-9), ("s1", 20.0, 0.5), ("f2", 50.0, 1e-4),
+              ("s2", 5.0, 3.0)],
+        "lonely": [("s1", 99.0, 1e-20)],
+    }
+    per = sensitivities(results, ["q", "lonely"], index)
+    assert list(per) == ["q"]
+    assert per["q"] == {"family": 1.0, "superfamily": 1 / 4, "fold": 0.0}
+    assert mean_sensitivity(per) == per["q"]
+    assert rank_by_score([("a", 1.0), ("b", 3.0), ("c", 1.0)]) == ["b", "a", "c"]
+
+
+def test_precision_recall_at_evalue_thresholds(index):
+    results = {"q": [("q", 500.0, 1e-50), ("f1", 90.0, 1e-9), ("f2", 50.0, 1e-4),
+                     ("s1", 20.0, 0.5), ("x1", 10.0, 1.0)]}
+    rows = {r["evalue"]: r for r in precision_recall(results, ["q"], index,
+                                                     thresholds=(1e-5, 0.1, 1.0))}
+    positives = 2 + 4  # same superfamily members of q (family mates included)
+    assert rows[1e-5]["calls"] == 1 and rows[1e-5]["precision"] == 1.0
+    assert rows[1e-5]["recall"] == pytest.approx(1 / positives)
+    assert rows[0.1]["calls"] == 2 and rows[0.1]["true"] == 2
+    assert rows[1.0]["calls"] == 4 and rows[1.0]["precision"] == pytest.approx(3 / 4)
+    p, r = 3 / 4, 3 / positives
+    assert rows[1.0]["f1"] == pytest.approx(2 * p * r / (p + r))
+
+
+def test_peer_output_parsers(tmp_path):
+    psi = tmp_path / "psi.tsv"
+    psi.write_text(
+        "# PSIBLAST\n# Iteration: 1\n# Query: q\n# Fields: x\n# 2 hits found\n"
+        "q\tf1\t1e-5\t40.0\nq\tx1\t0.1\t20.0\n"
+        "# PSIBLAST\n# Iteration: 2\n# Query: q\n# 2 hits found\n"
+        "q\tf1\t1e-9\t60.0\nq\tf2\t1e-3\t30.0\n"
+        "# PSIBLAST\n# Iteration: 1\n# Query: r\n# 1 hits found\nr\tx2\t2\t15.5\n")
+    rounds = _parse_blast_tab(psi, last_iteration=True)
+    assert rounds == {"q": [("f1", 60.0, 1e-9), ("f2", 30.0, 1e-3)], "r": [("x2", 15.5, 2.0)]}
+    tbl = tmp_path / "p.tbl"
+    tbl.write_text("# header\nf1 - q - 1e-10 45.2 0.1 1e-10 45.0 0.1 1 1 0 0 1 1 1 1 desc\n"
+                   "x1 - q - 0.5 12.0 0.0 0.5 12.0 0.0 1 1 0 0 1 1 1 0 -\n# end\n")
+    assert _parse_hmmer_tbl(tbl) == {"q": [("f1", 45.2, 1e-10), ("x1", 12.0, 0.5)]}
+    assert _parse_jackhmmer_tbl(tbl) == {"q": [("f1", 45.2, 1e-10), ("x1", 12.0, 0.5)]}
+
+
+def _synthetic_scop(tmp_path: Path) -> tuple[Path, Path]:
+    """Two folds x two superfamilies x two families x 3 members; related by mutation."""
+    rng = np.random.default_rng(5)
+    aa = "ARNDCQEGHILKMFPSTWYV"
+
+    def mutate(s: str, identity: float) -> str:
+        return "".join(c if rng.random() < identity else aa[rng.integers(20)] for c in s)
+
+    lines, queries = [], []
+    for fold, root in enumerate(random_sequences(2, rng, 150, 200), start=1):
+        for sf in (1, 2):
+            sf_seq = mutate(root, 0.25)
+            for fam in (1, 2):
+                fam_seq = mutate(sf_seq, 0.55)
+                for m in range(3):
+                    sid = f"d{fold}{sf}{fam}{m}"
+                    lines.append(f">{sid} c.{fold}.{sf}.{fam} (A:) synthetic\n"
+                                 f"{mutate(fam_seq, 0.8).lower()}\n")
+                    if m == 0:
+                        queries.append(sid)
+    db = tmp_path / "scop.fa"
+    db.write_text("".join(lines))
+    ql = tmp_path / "queries.txt"
+    ql.write_text("# synthetic\n" + "\n".join(queries) + "\n")
+    return db, ql
+
+
+def test_run_benchmark_end_to_end(tmp_path):
+    db, ql = _synthetic_scop(tmp_path)
+    labels = labels_from_fasta(db)
+    assert labels["d1110"].superfamily == "c.1.1"
+    summary = run_benchmark(db, ql, ["sw"], tmp_path / "out", progress=False)
+    assert [r["method"] for r in summary] == ["sw"]
+    row = summary[0]
+    assert row["queries"] == 8
+    assert row["family"] == 1.0  # 80%-identical family mates always rank first
+    with open(tmp_path / "out" / "summary.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["method", "queries", "family", "superfamily", "fold", "seconds"]
+    assert float(rows[0]["family"]) == 1.0
+    assert (tmp_path / "out" / "sensitivity.png").stat().st_size > 1000
+    with open(tmp_path / "out" / "precision_recall.csv") as fh:
+        pr = list(csv.DictReader(fh))
+    strict = next(r for r in pr if float(r["evalue"]) == 1e-10)
+    assert math.isnan(float(strict["precision"])) or float(strict["precision"]) == 1.0
+
+
+@pytest.mark.skipif(shutil.which("blastp") is None or shutil.which("makeblastdb") is None,
+                    reason="the blastp peer is not installed")
+def test_blastp_peer_on_the_whole_database(tmp_path):
+    from homalign.search import SequenceDB
+
+    db_fa, ql = _synthetic_scop(tmp_path)
+    db = SequenceDB.from_fasta(db_fa)
+    plain = tmp_path / "plain.fa"
+    plain.write_text("".join(f">{i}\n{db.residues(k)}\n" for k, i in enumerate(db.ids)))
+    res = run_peer("blastp", ["d1110", "d2210"], db, plain, tmp_path / "blast")
+    assert set(res) == {"d1110", "d2210"}
+    ranked = rank_by_score((t, s) for t, s, _e in res["d1110"])
+    assert ranked[0] == "d1110" and set(ranked[1:3]) == {"d1111", "d1112"}
