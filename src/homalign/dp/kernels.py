@@ -245,24 +245,21 @@ def _pass1(row, h, e, t, go_i, ge_i, z, b0):  # noqa: ANN001
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _row_best(colbest, h):  # noqa: ANN001
-    """colbest[j] <- max(colbest[j], h[j]) (vectorised; local mode's running best per column)."""
-    for k in range(h.shape[0]):
-        colbest[k] = _mx(colbest[k], h[k])
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _pass2(h, t, go_d, ge_d):  # noqa: ANN001
-    """Row i, sequential part: h <- H(i, .) = max(t, D) along the row."""
+    """Row i, sequential part: h <- H(i, .) = max(t, D) along the row; returns max H(i, .)."""
     lt = t.shape[0] - 1
     h[0] = t[0]
     d = NEG
     tprev = t[0]
+    rb = t[0]
     for k in range(lt):
         d = _mx(tprev - go_d, d - ge_d)
         tj = t[k + 1]
-        h[k + 1] = _mx(tj, d)
+        hk = _mx(tj, d)
+        h[k + 1] = hk
+        rb = _mx(rb, hk)
         tprev = tj
+    return rb
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -356,7 +353,6 @@ def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     h = np.empty(lt + 1, np.float32)
     e = np.empty(lt + 1, np.float32)
     t = np.empty(lt + 1, np.float32)
-    colbest = np.full(lt + 1, NEG, np.float32)  # local: best H per column (no reduction chain)
     best = ZERO if local else NEG
     _row0(h, e, go_d, ge_d, mode)
     if mode == SEMIGLOBAL:
@@ -370,19 +366,18 @@ def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
             )
             if local:
                 best = _mx(best, h_i_max)
+                for j in range(lt + 1):  # row i + 1 (vectorised max over the stored row)
+                    best = _mx(best, h[j])
             elif mode == SEMIGLOBAL:
                 best = _mx(best, h_i_end)
             i += 1
         else:
-            _pass2(h, t, go_d, ge_d)
-        if local:
-            _row_best(colbest, h)
-        else:
+            row_max = _pass2(h, t, go_d, ge_d)
+            if local:
+                best = _mx(best, row_max)
+        if not local:
             best = _row_end(best, h, i, lq, mode)
         i += 1
-    if local:
-        for j in range(lt + 1):
-            best = _mx(best, colbest[j])
     return best
 
 
@@ -398,9 +393,13 @@ def _pass2_offset(h, t, u, jge, go_d):  # noqa: ANN001
     for k in range(lt):
         u[k + 1] = (t[k] - go_d) + jge[k + 1]
     run = NEG
+    rb = t[0]
     for k in range(lt):
         run = _mx(run, u[k + 1])
-        h[k + 1] = _mx(t[k + 1], run - jge[k + 1])
+        hk = _mx(t[k + 1], run - jge[k + 1])
+        h[k + 1] = hk
+        rb = _mx(rb, hk)
+    return rb
 
 
 @njit(cache=True, nogil=True)
@@ -422,7 +421,6 @@ def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     t = np.empty(lt + 1, np.float32)
     u = np.empty(lt + 1, np.float32)
     jge = np.arange(lt + 1).astype(np.float32) * ge_d
-    colbest = np.full(lt + 1, NEG, np.float32)
     best = ZERO if local else NEG
     _row0(h, e, go_d, ge_d, mode)
     if mode == SEMIGLOBAL:
@@ -435,13 +433,10 @@ def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
         if n_frac:
             return best, False
         _pass1(row, h, e, t, go_i, ge_i, z, _begin(mode, i, 0))
-        _pass2_offset(h, t, u, jge, go_d)
+        row_max = _pass2_offset(h, t, u, jge, go_d)
         if local:
-            _row_best(colbest, h)
+            best = _mx(best, row_max)
         else:
             best = _row_end(best, h, i, lq, mode)
-    if local:
-        for j in range(lt + 1):
-            best = _mx(best, colbest[j])
     return best, True
 
