@@ -4,10 +4,13 @@ Usage::
 
     python benchmarks/bench_profile.py pairs [--pairs 20] [--msa single|DIR]
     python benchmarks/bench_profile.py iterative [--iterations 3] [--query ID]
+    python benchmarks/bench_profile.py msas [--data DIR] [--iterations 3] [--jobs 1]
 
 ``pairs``: sequences of length 280-320 from the ASTRAL trainval set, aligned pairwise with each
 method (profiles from the single sequence unless ``--msa`` names a directory of A3Ms); one warm-up
 pair first (numba compilation and caches excluded), then the mean wall time per pair.
+``msas``: build (and cache on disk) the ``iterative:N`` MSAs of every sequence of a HOMSTRAD
+directory, so that a benchmark run with ``--msa iterative:N --db ...`` finds them ready.
 ``iterative``: one query of length ~300 searched iteratively against the 11,487-sequence
 database with :func:`homalign.profile.iterative.build_msa` and with ``jackhmmer -N``
 (both single-threaded; E-value inclusion 1e-3), reporting wall time and MSA size.
@@ -40,7 +43,7 @@ def bench_pairs(n_pairs: int, msa: str) -> None:
 
     seqs = _sequences()[: 2 * n_pairs + 2]
     pairs = list(zip(seqs[0::2], seqs[1::2], strict=False))
-    print(f"| method | pairs | mean L | s/pair |\n|---|---|---|---|")
+    print("| method | pairs | mean L | s/pair |\n|---|---|---|---|")
     for method in METHODS:
         opts = {} if msa == "single" else {"msa": msa}
         homalign.align(*pairs[0], method=method, **opts)  # warm-up (JIT, caches)
@@ -86,6 +89,33 @@ def bench_iterative(iterations: int, query_id: str | None) -> None:
     print(f"jackhmmer -N {iterations} --cpu 1: {t_jack:.1f} s, {n} sequences in its MSA")
 
 
+def _one_msa(args: tuple) -> tuple[str, int, float]:
+    from homalign.profile.sources import a3m_path, read_msa_file
+
+    seq, iterations = args
+    t0 = time.perf_counter()
+    path = a3m_path(seq, msa=f"iterative:{iterations}", db=DB)
+    return seq.id, len(read_msa_file(path).rows), time.perf_counter() - t0
+
+
+def build_msas(data: str, iterations: int, jobs: int) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from homalign.evaluate.reference import load_reference_pairs
+
+    seen: dict[str, object] = {}
+    for ref in load_reference_pairs(data):
+        for s in (ref.query, ref.target):
+            seen.setdefault(s.residues, s)
+    work = [(s, iterations) for s in seen.values()]
+    print(f"{len(work)} sequences, {iterations} iterations each", flush=True)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(jobs) as pool:
+        for n, (sid, rows, dt) in enumerate(pool.map(_one_msa, work), 1):
+            print(f"{n}/{len(work)} {sid}: {rows} rows, {dt:.1f} s", flush=True)
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -95,9 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     it = sub.add_parser("iterative")
     it.add_argument("--iterations", type=int, default=3)
     it.add_argument("--query", default=None)
+    ms = sub.add_parser("msas")
+    ms.add_argument("--data", default="/work/shared/data/homstrad/dev")
+    ms.add_argument("--iterations", type=int, default=3)
+    ms.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args(argv)
     if args.what == "pairs":
         bench_pairs(args.pairs, args.msa)
+    elif args.what == "msas":
+        build_msas(args.data, args.iterations, args.jobs)
     else:
         bench_iterative(args.iterations, args.query)
     return 0

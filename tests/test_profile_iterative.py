@@ -74,3 +74,22 @@ def test_cached_msa_writes_a3m(tmp_path, monkeypatch):
     again = cached_msa(QUERY, dbfile, 1, search_fn=counting)
     assert len(calls) == 1  # second call read the cache
     assert again.rows == first.rows and read_a3m(files[0]).ids == first.ids
+
+
+def test_a3m_path_names_the_msa_behind_a_profile(tmp_path, monkeypatch):
+    from homalign.profile.sources import a3m_path
+
+    assert a3m_path(QUERY, msa="single") is None
+    (tmp_path / "q.a3m").write_text(f">q\n{QUERY.residues}\n")
+    assert a3m_path(QUERY, msa=str(tmp_path)) == tmp_path / "q.a3m"
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    import homalign.profile.iterative as it
+
+    dbfile = tmp_path / "db.fa"
+    dbfile.write_text("".join(f">{s.id}\n{s.residues}\n" for s in FAMILY + NOISE))
+    monkeypatch.setattr(it, "build_msa",
+                        lambda q, db, n, **kw: build_msa(q, FAMILY + NOISE, n,
+                                                         search_fn=fake_search))
+    path = a3m_path(QUERY, msa="iterative:1", db=str(dbfile))
+    assert path.parent == tmp_path / "cache" / "msa" and path.exists()
+    assert read_a3m(path).ids[0] == "q"

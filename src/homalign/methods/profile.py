@@ -18,6 +18,15 @@ Registry entries (all take ``msa=``, ``db=``, ``query_msa=``, ``target_msa=``, `
   (:func:`homalign.dp.posterior.mac_align`, threshold ``mact``); score = the Viterbi score.
 * ``hmm`` — HMMER3 itself through pyhmmer (:mod:`homalign.profile.pyhmmer_adapter`): the query
   MSA (or the sequence, as phmmer does) becomes a HMMER profile HMM that aligns the target.
+
+Defaults (chosen on 150 HOMSTRAD *train* pairs, single-sequence profiles, mean F1; the
+alternatives we tried are in benchmarks/results/profile.md): ``prof-sim`` ``scale=48, shift=0.40``
+(scale set so that one-sequence identities score about +5.5 and random pairs about -1, like
+BLOSUM62 in half bits, so that the 11/1 gap costs carry over; shift then tuned: 0.45 → F1 0.789,
+0.40 → 0.817); ``hhm`` Dirichlet-mixture pseudocounts, ``hh_shift=+0.6`` bits,
+``gap_weight=0.4`` (F1 0.814 vs 0.730 with HHsearch's -0.03 shift, matrix pseudocounts and
+weight 0.5: a single-sequence HMM needs a positive shift to extend local alignments);
+``hhm-mac`` the same with ``mact=0.1`` (F1 0.833; mact 0.35 gave 0.826).
 """
 
 from __future__ import annotations
@@ -47,11 +56,11 @@ PSSM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "matrix", "admix": "psiblast",
                  "gap_open": 11.0, "gap_extend": 1.0, "pssm_kind": "logodds"}
 COMPASS_DEFAULTS = {**PSSM_DEFAULTS, "score": "compass"}
 PROF_SIM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "matrix", "admix": "psiblast",
-                     "score": "prof_sim", "shift": 0.45, "scale": 48.0, "gap_open": 11.0,
+                     "score": "prof_sim", "shift": 0.40, "scale": 48.0, "gap_open": 11.0,
                      "gap_extend": 1.0}
-HHM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "matrix", "admix": "hhsuite", "hh_shift": -0.03,
-                "gap_weight": 0.5}
-HHM_MAC_DEFAULTS = {**HHM_DEFAULTS, "mact": 0.35, "mac_temperature": 1.0}
+HHM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "dirichlet", "admix": "hhsuite", "hh_shift": 0.6,
+                "gap_weight": 0.4}
+HHM_MAC_DEFAULTS = {**HHM_DEFAULTS, "mact": 0.1, "mac_temperature": 1.0}
 
 
 class ProteinRep:
@@ -84,6 +93,20 @@ class ProteinRep:
         key = f"_pssm_{kind}"
         if key not in self.__dict__:
             self.__dict__[key] = self.profile.pssm(kind)
+        return self.__dict__[key]
+
+    def gap_vectors(self, open: float, extend: float) -> dict[str, np.ndarray]:
+        """The profile's gap vectors (memoised per rep: a search reuses them per target)."""
+        key = ("_gapvec", float(open), float(extend))
+        if key not in self.__dict__:
+            self.__dict__[key] = self.profile.gap_vectors(open, extend)
+        return self.__dict__[key]
+
+    def query_gap_costs(self, lt: int, open: float, extend: float):
+        """GapCosts with only this (query) side's costs, memoised per target length."""
+        key = ("_qgaps", lt, float(open), float(extend))
+        if key not in self.__dict__:
+            self.__dict__[key] = _gap_costs(self.gap_vectors(open, extend), None, len(self), lt)
         return self.__dict__[key]
 
     def __len__(self) -> int:
@@ -127,12 +150,12 @@ def score_pssm(q: Any, t: Any, *, gap_open: float = 11.0, gap_extend: float = 1.
                pssm_kind: str = "logodds", **_: Any) -> PairScores:
     q, t = _rep(q), _rep(t)
     S = pssm_sequence_scores(q.pssm(pssm_kind), t.seq.codes)
-    gaps = _gap_costs(q.profile.gap_vectors(gap_open, gap_extend), None, len(q), len(t))
+    gaps = q.query_gap_costs(len(t), gap_open, gap_extend)
     return PairScores(S, gaps, "local")
 
 
 def score_profile_profile(q: Any, t: Any, *, score: str = "compass", gap_open: float = 11.0,
-                          gap_extend: float = 1.0, shift: float = 0.45, scale: float = 48.0,
+                          gap_extend: float = 1.0, shift: float = 0.40, scale: float = 48.0,
                           **_: Any) -> PairScores:
     q, t = _rep(q), _rep(t)
     pq, pt = q.profile, t.profile
@@ -143,12 +166,12 @@ def score_profile_profile(q: Any, t: Any, *, score: str = "compass", gap_open: f
         S = prof_sim_scores(pq.probs, pt.probs, pq.background, shift=shift, scale=scale)
     else:
         raise ValueError(f"unknown profile-profile score {score!r}; choose 'compass' or 'prof_sim'")
-    gaps = _gap_costs(pq.gap_vectors(gap_open, gap_extend), pt.gap_vectors(gap_open, gap_extend),
+    gaps = _gap_costs(q.gap_vectors(gap_open, gap_extend), t.gap_vectors(gap_open, gap_extend),
                       len(pq), len(pt), 0.5)
     return PairScores(S, gaps, "local")
 
 
-def score_hhm(q: Any, t: Any, *, hh_shift: float = -0.03, gap_weight: float = 0.5,
+def score_hhm(q: Any, t: Any, *, hh_shift: float = 0.6, gap_weight: float = 0.4,
               units: float = 1.0, **_: Any) -> PairScores:
     """HHsearch column scores and transition gaps, in bits times ``units``."""
     q, t = _rep(q), _rep(t)

@@ -114,3 +114,19 @@ def get_profile(seq: Sequence, role: str | None = None, **options: Any):
     kind, arg = resolve_source(seq, role, options)
     opts = tuple(sorted((k, options[k]) for k in PROFILE_OPTIONS if k in options))
     return _cached(kind, arg, seq, opts)
+
+
+def a3m_path(seq: Sequence, role: str | None = None, **options: Any) -> Path | None:
+    """The A3M/MSA file behind ``seq``'s profile under ``options`` (built and cached first for
+    ``msa="iterative:N"``), or None for ``msa="single"``; lets external tools (hhalign, hmmbuild)
+    get exactly the MSAs our methods use."""
+    kind, arg = resolve_source(seq, role, options)
+    if kind in ("file", "hhm"):
+        return Path(arg)
+    if kind == "iterative":
+        from homalign.profile.iterative import cache_dir, cache_key, cached_msa
+
+        n, db, inc = arg.split("|")
+        cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
+        return cache_dir() / f"{cache_key(seq, db, int(n), float(inc))}.a3m"
+    return None
