@@ -1,0 +1,60 @@
+"""HMM–HMM posteriors (the hhm-mac method's model) on tiny HMMs against brute-force enumeration."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from homalign.methods.profile import ProteinRep, score_hhm
+from homalign.profile import Profile
+from homalign.profile.hmm import ProfileHMM, estimate_transitions
+from homalign.sequence import Sequence
+
+posterior = pytest.importorskip("homalign.dp.posterior")
+from test_dp_bruteforce import brute_posterior  # noqa: E402
+
+ROWS_Q = ["MKWV", "MRW-", "-KYV"]
+ROWS_T = ["KWAV", "KFAV"]
+
+
+def _tiny_pair(seed: int):
+    rng = np.random.default_rng(seed)
+    q = ProfileHMM.from_profile(Profile.from_rows(ROWS_Q[: 1 + seed % 3]))
+    t = ProfileHMM.from_profile(Profile.from_rows(ROWS_T[: 1 + seed % 2]))
+    # random transition counts make the position-specific gaps differ between columns
+    t = ProfileHMM(t.query, t.probs, estimate_transitions(rng.uniform(0, 3, size=(len(t), 7))),
+                   t.n_eff, t.neff)
+    return ProteinRep(q.query, source=q), ProteinRep(t.query, source=t)
+
+
+def _vectors(gaps) -> dict[str, np.ndarray]:
+    names = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext", "t_del_open", "t_del_ext",
+             "q_del_open", "q_del_ext")
+    return {n: np.asarray(getattr(gaps, n)) for n in names}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_hmm_pair_posteriors_match_brute_force(seed):
+    q, t = _tiny_pair(seed)
+    ps = score_hhm(q, t, units=math.log(2.0))  # nats: alignment weight exp(score)
+    P, log_z = posterior.forward_backward(ps.S, ps.gaps, mode="local")
+    P_ref, log_z_ref = brute_posterior(ps.S.astype(np.float64), _vectors(ps.gaps), "local", 1.0)
+    np.testing.assert_allclose(P, P_ref, atol=1e-5)
+    assert log_z == pytest.approx(log_z_ref, abs=1e-5)
+    assert (P.sum(axis=1) <= 1 + 1e-5).all() and (P.sum(axis=0) <= 1 + 1e-5).all()
+
+
+def test_hhm_mac_pairs_are_confident():
+    import homalign
+
+    q = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAE")
+    t = Sequence("t", "MKVLAAGIVALLLSGCSSHKEEAPKAEAAPAEEKTEKAE")
+    aln = homalign.align(q, t, method="hhm-mac", mact=0.3)
+    opts = {"pseudocounts": "dirichlet"}
+    rq, rt = ProteinRep(q, options=opts), ProteinRep(t, options=opts)
+    ps = score_hhm(rq, rt, units=math.log(2.0))
+    P = posterior.posterior_matrix(ps.S, ps.gaps, mode="local")
+    assert aln.length > 30
+    assert P[aln.pairs[:, 0], aln.pairs[:, 1]].mean() > 0.5
