@@ -8,7 +8,10 @@ writes each hit's alignment to the profile as an A3M row (aligned residues in th
 columns, target residues between two aligned pairs as lowercase inserts, unaligned flanks
 left out), and rebuilds the profile from the new MSA. It stops early when a round includes no
 new sequence. E-values use BLAST's published Karlin–Altschul parameters of the matrix and gap
-costs, as PSI-BLAST does for PSSMs scaled to the matrix's lambda.
+costs, as PSI-BLAST does for PSSMs scaled to the matrix's lambda. Each round the search's k-mer
+prefilter passes at most ``max_candidates`` (300, about 2.6% of the 11,487-sequence ASTRAL set,
+comparable to the ~2% HMMER's MSV filter passes) targets, ranked by ungapped diagonal score, to
+the full DP.
 
 :func:`cached_msa` memoises MSAs on disk as A3M under ``$HOMALIGN_CACHE/msa`` (default
 ``~/.cache/homalign/msa``), keyed by a hash of the sequence, the database (path, size, mtime),
@@ -31,6 +34,7 @@ from homalign.sequence import Sequence
 
 DEFAULT_INCLUSION_EVALUE = 1e-3
 DEFAULT_MAX_HITS = 500
+DEFAULT_MAX_CANDIDATES = 300  # targets per round that pass the k-mer prefilter to the full DP
 
 
 def a3m_row(aln: Alignment, query_length: int) -> tuple[str, list[str]]:
@@ -77,6 +81,7 @@ def build_msa(
     inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE,
     max_hits: int = DEFAULT_MAX_HITS,
     prefilter: bool = True,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
     matrix: str = "BLOSUM62",
     gap_open: float = 11.0,
     gap_extend: float = 1.0,
@@ -104,7 +109,8 @@ def build_msa(
     for _ in range(iterations):
         rep = ProteinRep(query, source=profile)
         hits = search_fn(query, db, method="pssm", evalue=inclusion_evalue, max_hits=max_hits,
-                         prefilter=prefilter, query_rep=rep, params=params, matrix=matrix,
+                         prefilter=prefilter, prefilter_options={"max_seqs": max_candidates},
+                         query_rep=rep, params=params, matrix=matrix,
                          gap_open=gap_open, gap_extend=gap_extend)
         alns = [h.alignment for h in hits
                 if h.alignment is not None and h.target_id != query.id and h.alignment.length]
