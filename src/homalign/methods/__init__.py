@@ -16,6 +16,8 @@ METHODS: dict[str, Method] = {}
 _PROVIDERS = (
     "homalign.methods.sequence",
     "homalign.methods.profile",
+    "homalign.methods.peers",
+    "homalign.methods.learned",
 )
 _loaded = False
 

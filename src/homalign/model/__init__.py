@@ -1,0 +1,15 @@
+"""The learned aligner: a small residue encoder, a pairwise scorer (substitution scores and
+position-specific gap costs) trained as a CRF over alignment paths, and a homology head.
+
+Public API::
+
+    from homalign.model import AlignerModel, AlignerConfig, load_bundled, load_model, save_model
+    model, meta = load_bundled()
+    S, gaps = model.score_pair(query_codes, target_codes)   # float32 (Lq, Lt) nats, GapCosts
+"""
+
+from homalign.model.aligner import AlignerModel
+from homalign.model.config import AlignerConfig
+from homalign.model.weights import load_bundled, load_model, save_model
+
+__all__ = ["AlignerConfig", "AlignerModel", "load_bundled", "load_model", "save_model"]

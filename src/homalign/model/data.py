@@ -1,0 +1,218 @@
+"""Training pairs for the learned aligner: HOMSTRAD families and TM-align pairs, cropped and batched.
+
+A :class:`TrainPair` is two encoded sequences with their structure-based reference alignment
+(aligned residue pairs) and, for HOMSTRAD, per-residue secondary structure and accessibility labels
+from the family's JOY ``.tem`` file (``-1`` where unknown). ``group`` names what a validation split
+must keep together (the HOMSTRAD family, the SCOP fold of a TM-align pair).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from homalign.alphabet import encode
+from homalign.model.encoder import PAD
+
+SS_TRACK = "secondary structure and phi angle"
+ACC_TRACK = "solvent accessibility"
+_SS_CLASS = {"H": 0, "G": 0, "I": 0, "E": 1, "B": 1}  # anything else (C, P, coil marks) -> 2
+_ACC_CLASS = {"T": 0, "F": 1}
+
+
+@dataclass(frozen=True)
+class TrainPair:
+    """Two sequences (uint8 codes) and their reference alignment (int32 (k, 2) pairs)."""
+
+    name: str
+    group: str
+    source: str  # "homstrad" | "tmalign"
+    q: np.ndarray
+    t: np.ndarray
+    pairs: np.ndarray
+    q_ss: np.ndarray
+    t_ss: np.ndarray
+    q_acc: np.ndarray
+    t_acc: np.ndarray
+
+    @property
+    def identity(self) -> float:
+        if len(self.pairs) == 0:
+            return 0.0
+        return float((self.q[self.pairs[:, 0]] == self.t[self.pairs[:, 1]]).mean())
+
+
+def pairs_from_rows(row_a: str, row_b: str) -> np.ndarray:
+    """Residue pairs (i, j) sharing a column of two equal-length gapped rows."""
+    a = np.frombuffer(row_a.encode("ascii", "replace"), dtype=np.uint8)
+    b = np.frombuffer(row_b.encode("ascii", "replace"), dtype=np.uint8)
+    gap = np.frombuffer(b"-.", dtype=np.uint8)
+    ma, mb = ~np.isin(a, gap), ~np.isin(b, gap)
+    ia, ib = np.cumsum(ma) - 1, np.cumsum(mb) - 1
+    both = ma & mb
+    return np.stack([ia[both], ib[both]], axis=1).astype(np.int32).reshape(-1, 2)
+
+
+def _labels(row: str, track: str | None, table: dict[str, int], default: int) -> np.ndarray:
+    """Per-residue labels of an aligned row from a same-width JOY track (-1 if no track)."""
+    n = sum(c.isalpha() for c in row)
+    if track is None:
+        return np.full(n, -1, dtype=np.int64)
+    out = [table.get(t.upper(), default) for c, t in zip(row, track, strict=True) if c.isalpha()]
+    return np.asarray(out, dtype=np.int64)
+
+
+def load_homstrad_family(family_dir: Path, max_pairs: int | None = None,
+                         rng: np.random.Generator | None = None) -> list[TrainPair]:
+    """All member pairs of one HOMSTRAD family (optionally a random subset of ``max_pairs``)."""
+    from homalign.io import read_pir, read_tem
+
+    name = family_dir.name
+    ali = family_dir / f"{name}.ali"
+    entries = read_pir(ali)
+    tem_path = family_dir / f"{name}.tem"
+    tem = read_tem(tem_path) if tem_path.exists() else {}
+    members = []
+    for e in entries:
+        row = e.aligned
+        tracks = tem.get(e.id, {})
+        ok = len(tracks.get("sequence", "")) == len(row)
+        ss = _labels(row, tracks.get(SS_TRACK) if ok else None, _SS_CLASS, 2)
+        acc = _labels(row, tracks.get(ACC_TRACK) if ok else None, _ACC_CLASS, -1)
+        codes = encode(e.sequence, path=ali, record=e.id)
+        members.append((e.id, row, codes, ss, acc))
+    combos = list(combinations(range(len(members)), 2))
+    if max_pairs is not None and len(combos) > max_pairs:
+        rng = rng or np.random.default_rng(zlib.crc32(name.encode()))
+        keep = rng.choice(len(combos), size=max_pairs, replace=False)
+        combos = [combos[k] for k in sorted(keep)]
+    out = []
+    for a, b in combos:
+        ia, ra, ca, sa, aa = members[a]
+        ib, rb, cb, sb, ab = members[b]
+        pairs = pairs_from_rows(ra, rb)
+        if len(pairs) < 2:
+            continue
+        out.append(TrainPair(f"{name}:{ia}-{ib}", name, "homstrad", ca, cb, pairs, sa, sb, aa, ab))
+    return out
+
+
+def load_homstrad(data_dir: str | Path, max_pairs_per_family: int | None = None
+                  ) -> list[TrainPair]:
+    """Pairs of every family under ``data_dir`` (``<FAMILY>/<FAMILY>.ali`` + ``.tem``)."""
+    out: list[TrainPair] = []
+    for fam in sorted(p for p in Path(data_dir).iterdir() if p.is_dir()):
+        if (fam / f"{fam.name}.ali").exists():
+            out.extend(load_homstrad_family(fam, max_pairs_per_family))
+    return out
+
+
+def load_tmalign(tsv: str | Path) -> list[TrainPair]:
+    """TM-align reference pairs (no structural labels); group = the query's SCOP fold."""
+    from homalign.io import read_tmalign_pairs
+
+    out = []
+    for p in read_tmalign_pairs(tsv):
+        q = encode(p.query_seq, path=tsv, record=p.query)
+        t = encode(p.target_seq, path=tsv, record=p.target)
+        if len(p.pairs) < 2:
+            continue
+        fold = ".".join(p.query_sccs.split(".")[:2])
+        none_q = np.full(len(q), -1, dtype=np.int64)
+        none_t = np.full(len(t), -1, dtype=np.int64)
+        out.append(TrainPair(f"{p.query}-{p.target}", f"fold:{fold}", "tmalign", q, t,
+                             np.asarray(p.pairs, dtype=np.int32), none_q, none_t, none_q, none_t))
+    return out
+
+
+def split_by_group(pairs: list[TrainPair], val_fraction: float = 0.08
+                   ) -> tuple[list[TrainPair], list[TrainPair]]:
+    """Deterministic train/validation split that keeps each group (family, fold) on one side."""
+    cut = int(val_fraction * 10_000)
+    train, val = [], []
+    for p in pairs:
+        (val if zlib.crc32(p.group.encode()) % 10_000 < cut else train).append(p)
+    return train, val
+
+
+def crop(pair: TrainPair, window: int, rng: np.random.Generator) -> TrainPair:
+    """A window of at most ``window`` residues of each sequence, starting and ending on a pair.
+
+    Pairs that already fit are returned whole (with their unaligned ends).
+    """
+    if len(pair.q) <= window and len(pair.t) <= window:
+        return pair
+    p = pair.pairs
+    start = int(rng.integers(len(p)))
+    # the last pair index e with both spans <= window
+    fits = (p[start:, 0] - p[start, 0] < window) & (p[start:, 1] - p[start, 1] < window)
+    end = start + int(np.flatnonzero(fits)[-1])
+    qs, qe = int(p[start, 0]), int(p[end, 0]) + 1
+    ts, te = int(p[start, 1]), int(p[end, 1]) + 1
+    sub = p[start:end + 1] - np.array([qs, ts], dtype=np.int32)
+    return replace(pair, q=pair.q[qs:qe], t=pair.t[ts:te], pairs=sub,
+                   q_ss=pair.q_ss[qs:qe], t_ss=pair.t_ss[ts:te],
+                   q_acc=pair.q_acc[qs:qe], t_acc=pair.t_acc[ts:te])
+
+
+@dataclass
+class Batch:
+    """Padded tensors of a list of (cropped) pairs."""
+
+    q: torch.Tensor
+    t: torch.Tensor
+    lq: torch.Tensor
+    lt: torch.Tensor
+    pairs: list[np.ndarray]
+    q_ss: torch.Tensor
+    t_ss: torch.Tensor
+    q_acc: torch.Tensor
+    t_acc: torch.Tensor
+    names: list[str]
+
+
+def _pad(arrays: list[np.ndarray], value: int) -> torch.Tensor:
+    n = max(len(a) for a in arrays)
+    out = np.full((len(arrays), n), value, dtype=np.int64)
+    for k, a in enumerate(arrays):
+        out[k, : len(a)] = a
+    return torch.as_tensor(out)
+
+
+def collate(pairs: list[TrainPair]) -> Batch:
+    return Batch(
+        q=_pad([p.q for p in pairs], PAD), t=_pad([p.t for p in pairs], PAD),
+        lq=torch.tensor([len(p.q) for p in pairs]), lt=torch.tensor([len(p.t) for p in pairs]),
+        pairs=[p.pairs for p in pairs],
+        q_ss=_pad([p.q_ss for p in pairs], -1), t_ss=_pad([p.t_ss for p in pairs], -1),
+        q_acc=_pad([p.q_acc for p in pairs], -1), t_acc=_pad([p.t_acc for p in pairs], -1),
+        names=[p.name for p in pairs],
+    )
+
+
+def batches(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.Generator,
+            shuffle: bool = True) -> Iterator[Batch]:
+    """Crop every pair, bucket by size (little padding) and yield batches of <= ``max_cells``."""
+    cropped = [crop(p, window, rng) for p in pairs]
+    order = sorted(range(len(cropped)), key=lambda k: (max(len(cropped[k].q), len(cropped[k].t)),
+                                                       rng.random() if shuffle else 0.0))
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    for k in order:
+        size = max(len(cropped[k].q), len(cropped[k].t))
+        if cur and (len(cur) + 1) * size * size > max_cells:
+            groups.append(cur)
+            cur = []
+        cur.append(k)
+    if cur:
+        groups.append(cur)
+    if shuffle:
+        rng.shuffle(groups)
+    for g in groups:
+        yield collate([cropped[k] for k in g])

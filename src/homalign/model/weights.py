@@ -1,0 +1,72 @@
+"""Save and load the learned aligner: safetensors weights + a JSON config (atomic writes).
+
+The bundled model lives in ``homalign/weights/learned.safetensors`` + ``learned.json`` and is read
+with :mod:`importlib.resources`, so it works from an installed wheel, offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
+
+from homalign.model.aligner import AlignerModel
+from homalign.model.config import AlignerConfig
+
+BUNDLED = "learned"
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_model(model: AlignerModel, stem: str | Path, extra: dict | None = None) -> None:
+    """Write ``<stem>.safetensors`` and ``<stem>.json`` (config + ``extra`` metadata)."""
+    stem = Path(stem)
+    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    _atomic_write_bytes(stem.with_suffix(".safetensors"), st_save(tensors))
+    meta = {"config": model.cfg.to_dict(), **(extra or {})}
+    _atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
+
+
+def _build(weights: bytes, meta: dict) -> AlignerModel:
+    model = AlignerModel(AlignerConfig.from_dict(meta["config"]))
+    model.load_state_dict(st_load(weights), strict=True)
+    model.eval()
+    return model
+
+
+def load_model(stem: str | Path) -> tuple[AlignerModel, dict]:
+    """Read a model written by :func:`save_model`; returns (model in eval mode, metadata)."""
+    stem = Path(stem)
+    meta = json.loads(stem.with_suffix(".json").read_text())
+    return _build(stem.with_suffix(".safetensors").read_bytes(), meta), meta
+
+
+@cache
+def load_bundled() -> tuple[AlignerModel, dict]:
+    """The model shipped inside the package (cached; eval mode)."""
+    base = resources.files("homalign").joinpath("weights")
+    meta = json.loads(base.joinpath(f"{BUNDLED}.json").read_text())
+    weights = base.joinpath(f"{BUNDLED}.safetensors").read_bytes()
+    return _build(weights, meta), meta
+
+
+__all__ = ["load_bundled", "load_model", "save_model"]

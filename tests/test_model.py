@@ -1,0 +1,135 @@
+"""The learned aligner: prior at initialisation, train/inference agreement, training, save/load."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from homalign.alphabet import encode
+from homalign.dp import GapCosts, align_score
+from homalign.dp.soft import SoftGaps, soft_align
+from homalign.matrices import score_matrix
+from homalign.model import AlignerConfig, AlignerModel, load_model, save_model
+from homalign.model.data import TrainPair, batches, crop
+from homalign.model.decode import mea_align, posterior_matrix
+from homalign.model.train_loop import batch_loss, pair_f1
+
+NATS = math.log(2.0) / 2.0
+Q = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQIHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWSTPSELGHAGLNGDILVWNPVLEDAFELSSMGIRVDADTLKHQLALTGDEDRLELEWHQALLRGEMPQTIGGGIGQSRLTMLLLQLPHIGQVQAGVWPAACRERVCALEGGQ"  # noqa: E501
+T = "MKTAYLAKQRQVSFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQIHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWSTPSELGHAGLNGDILVWNPVLEDAFELSSMGIRVDADTLKHQLALTGDEDRLELEWHQALLRGEMPQTIGGGIGQSRLTMLLLQL"  # noqa: E501
+
+
+def _perturbed_model(seed: int = 0) -> AlignerModel:
+    torch.manual_seed(seed)
+    model = AlignerModel(AlignerConfig(dim=16, dilations=(1, 2)))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return model.eval()
+
+
+def test_untrained_model_is_blosum62_with_11_1_gaps_in_nats() -> None:
+    model = AlignerModel().eval()
+    q, t = encode(Q[:40]), encode(T[:50])
+    S, gaps = model.score_pair(q, t)
+    np.testing.assert_allclose(S, score_matrix(q, t, "BLOSUM62") * NATS, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gaps.q_ins_open, 11 * NATS, rtol=1e-5)
+    np.testing.assert_allclose(gaps.t_del_ext, 1 * NATS, rtol=1e-5)
+    assert not gaps.t_ins_open.any() and not gaps.q_del_ext.any()
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "semiglobal"])
+def test_training_dp_and_exact_dp_agree_on_learned_scores(mode: str) -> None:
+    """The soft DP used in training, at T = 0, is the exact engine's score on the same model."""
+    model = _perturbed_model()
+    q, t = encode(Q[:37]), encode(T[5:60])
+    S, gaps = model.score_pair(q, t)
+    hard = soft_align(torch.as_tensor(S, dtype=torch.float64)[None], SoftGaps.from_numpy(gaps),
+                      mode, 0.0)
+    assert float(hard[0]) == pytest.approx(align_score(S, gaps, mode=mode), abs=1e-3)
+
+
+def _toy_pairs(n: int, rng: np.random.Generator) -> list[TrainPair]:
+    """Homologous toy pairs: a random sequence and a mutated copy with one deletion."""
+    out = []
+    for k in range(n):
+        a = rng.integers(0, 20, 30).astype(np.uint8)
+        b = a.copy()
+        mut = rng.random(30) < 0.3
+        b[mut] = rng.integers(0, 20, mut.sum())
+        cut = int(rng.integers(8, 22))
+        b = np.delete(b, [cut, cut + 1])
+        pairs = np.array([(i, i if i < cut else i - 2) for i in range(30) if i not in (cut, cut + 1)],
+                         dtype=np.int32)
+        lab = np.full(30, -1, dtype=np.int64)
+        out.append(TrainPair(f"toy{k}", "toy", "toy", a, b, pairs, lab, lab[:28], lab, lab[:28]))
+    return out
+
+
+def test_a_few_training_steps_lower_the_loss() -> None:
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    data = _toy_pairs(8, rng)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0))
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    batch = next(batches(data, 256, 10**6, rng, shuffle=False))
+    first, _ = batch_loss(model, batch, aux_weight=0.0)
+    for _ in range(15):
+        loss, _ = batch_loss(model, batch, aux_weight=0.0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    last, _ = batch_loss(model, batch, aux_weight=0.0)
+    assert float(last.detach()) < 0.8 * float(first.detach())
+
+
+def test_save_load_round_trip_gives_identical_alignments(tmp_path) -> None:
+    model = _perturbed_model(3)
+    save_model(model, tmp_path / "m", {"note": "test"})
+    loaded, meta = load_model(tmp_path / "m")
+    assert meta["note"] == "test" and meta["config"]["dim"] == 16
+    q, t = encode(Q[:60]), encode(T[:70])
+    S1, g1 = model.score_pair(q, t)
+    S2, g2 = loaded.score_pair(q, t)
+    np.testing.assert_array_equal(S1, S2)
+    np.testing.assert_array_equal(g1.q_ins_open, g2.q_ins_open)
+    a1 = mea_align(posterior_matrix(S1, g1, "global"), 0.3).pairs
+    a2 = mea_align(posterior_matrix(S2, g2, "global"), 0.3).pairs
+    np.testing.assert_array_equal(a1, a2)
+
+
+def test_crop_keeps_a_consistent_reference() -> None:
+    rng = np.random.default_rng(1)
+    n = 600
+    pairs = np.stack([np.arange(0, n, 2), np.arange(0, n // 2)], axis=1).astype(np.int32)
+    lab = np.zeros(n, dtype=np.int64)
+    p = TrainPair("x", "g", "toy", np.zeros(n, np.uint8), np.ones(n // 2, np.uint8), pairs,
+                  lab, lab[: n // 2], lab, lab[: n // 2])
+    for _ in range(20):
+        c = crop(p, 128, rng)
+        assert len(c.q) <= 128 and len(c.t) <= 128
+        assert c.pairs[0].tolist() == [0, 0]
+        assert c.pairs[-1].tolist() == [len(c.q) - 1, len(c.t) - 1]
+        assert (np.diff(c.pairs, axis=0) > 0).all()
+
+
+def test_posterior_decoding_recovers_an_identical_pair() -> None:
+    model = AlignerModel().eval()
+    q = encode(Q[:80])
+    S, gaps = model.score_pair(q, q)
+    P = posterior_matrix(S, gaps, "global")
+    assert P.shape == (80, 80)
+    assert (P.sum(axis=1) <= 1 + 1e-4).all()
+    res = mea_align(P, 0.3)
+    assert pair_f1(res.pairs, np.stack([np.arange(80)] * 2, axis=1)) == 1.0
+
+
+def test_gap_costs_map_onto_the_dp_contract() -> None:
+    model = _perturbed_model(1)
+    _, gaps = model.score_pair(encode(Q[:10]), encode(T[:12]))
+    assert isinstance(gaps, GapCosts)
+    assert gaps.lq == 10 and gaps.lt == 12
+    assert (gaps.q_ins_open > 0).all() and (gaps.t_del_ext > 0).all()
