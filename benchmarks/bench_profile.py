@@ -5,12 +5,16 @@ Usage::
     python benchmarks/bench_profile.py pairs [--pairs 20] [--msa single|DIR]
     python benchmarks/bench_profile.py iterative [--iterations 3] [--query ID]
     python benchmarks/bench_profile.py msas [--data DIR] [--iterations 3] [--jobs 1]
+    python benchmarks/bench_profile.py compare [--msa single|iterative:3] [--methods ...]
 
 ``pairs``: sequences of length 280-320 from the ASTRAL trainval set, aligned pairwise with each
 method (profiles from the single sequence unless ``--msa`` names a directory of A3Ms); one warm-up
 pair first (numba compilation and caches excluded), then the mean wall time per pair.
 ``msas``: build (and cache on disk) the ``iterative:N`` MSAs of every sequence of a HOMSTRAD
 directory, so that a benchmark run with ``--msa iterative:N --db ...`` finds them ready.
+``compare``: the profile methods and HH-suite's hhalign on the HOMSTRAD dev pairs, both with the
+same MSAs (``--msa iterative:N``: hhalign gets the A3M files our methods read, via
+:func:`homalign.profile.sources.a3m_path`), mean F1 / S_dev / S_mod over all and twilight pairs.
 ``iterative``: one query of length ~300 searched iteratively against the 11,487-sequence
 database with :func:`homalign.profile.iterative.build_msa` and with ``jackhmmer -N``
 (both single-threaded; E-value inclusion 1e-3), reporting wall time and MSA size.
@@ -116,6 +120,47 @@ def build_msas(data: str, iterations: int, jobs: int) -> None:
     print(f"total {time.perf_counter() - t0:.0f} s")
 
 
+def _compare_one(args: tuple) -> tuple[str, list, float]:
+    import homalign
+    from homalign.evaluate.metrics import score_pair
+    from homalign.methods.peers import hhalign_align
+    from homalign.profile.sources import a3m_path
+
+    method, refs, msa = args
+    rows = []
+    t0 = time.perf_counter()
+    for r in refs:
+        if method == "hhalign":
+            opts = {"msa": msa, "db": DB}
+            qa = a3m_path(r.query, **opts) if msa != "single" else None
+            ta = a3m_path(r.target, **opts) if msa != "single" else None
+            aln = hhalign_align(r.query, r.target, query_a3m=qa, target_a3m=ta)
+        else:
+            aln = homalign.align(r.query, r.target, method=method, msa=msa, db=DB)
+        rows.append(score_pair(aln.pairs, r.pairs, len(r.query), len(r.target),
+                               ref_identity=r.identity))
+    return method, rows, (time.perf_counter() - t0) / max(len(refs), 1)
+
+
+def compare(data: str, msa: str, methods: list[str], jobs: int, max_pairs: int | None) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from homalign.evaluate.alignment_benchmark import select_pairs
+    from homalign.evaluate.metrics import summarise
+    from homalign.evaluate.reference import load_reference_pairs
+
+    refs = select_pairs(load_reference_pairs(data), max_pairs)
+    print(f"{len(refs)} pairs from {data}, msa={msa}\n")
+    print("| method | msa | F1 | S_dev | S_mod | twilight F1 | twilight S_dev | s/pair |")
+    print("|---|---|---|---|---|---|---|---|")
+    with ProcessPoolExecutor(jobs) as pool:
+        for method, rows, dt in pool.map(_compare_one, [(m, refs, msa) for m in methods]):
+            s = summarise(rows)
+            print(f"| {method} | {msa} | {s['F1']:.4f} | {s['S_dev']:.4f} | {s['S_mod']:.4f} | "
+                  f"{s['twilight_F1']:.4f} ({s['twilight_pairs']}) | {s['twilight_S_dev']:.4f} | "
+                  f"{dt:.3f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -129,9 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     ms.add_argument("--data", default="/work/shared/data/homstrad/dev")
     ms.add_argument("--iterations", type=int, default=3)
     ms.add_argument("--jobs", type=int, default=1)
+    cp = sub.add_parser("compare")
+    cp.add_argument("--data", default="/work/shared/data/homstrad/dev")
+    cp.add_argument("--msa", default="single")
+    cp.add_argument("--methods", default="sw,pssm,compass,prof-sim,hhm,hhm-mac,hmm,hhalign")
+    cp.add_argument("--jobs", type=int, default=1)
+    cp.add_argument("--max-pairs", type=int, default=None)
     args = ap.parse_args(argv)
     if args.what == "pairs":
         bench_pairs(args.pairs, args.msa)
+    elif args.what == "compare":
+        compare(args.data, args.msa, args.methods.split(","), args.jobs, args.max_pairs)
     elif args.what == "msas":
         build_msas(args.data, args.iterations, args.jobs)
     else:

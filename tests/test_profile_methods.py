@@ -112,3 +112,17 @@ def test_cli_align(tmp_path, capsys, method):
     assert main(["align", str(q), str(t), "--method", method]) == 0
     out = capsys.readouterr().out
     assert "q" in out and "t" in out and "MKVLAAGIV" in out
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("lower.a3m", ">q\nMKVLaaGIV\n>h\nMKVLGIV\n", "lower"),
+    ("empty.a3m", "", "empty|no record|no sequence"),
+    ("ragged.fa", ">q\nMKV-LA\n>h\nMKVLA\n", "column"),
+])
+def test_bad_msa_files_name_file_and_line(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as err:
+        homalign.align(Sequence("q", "MKVLAAGIV"), T, method="pssm", query_msa=str(path))
+    assert err.value.path == str(path)
+    assert err.value.line is not None or name == "empty.a3m"
