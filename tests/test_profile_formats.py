@@ -123,3 +123,16 @@ def test_hmmer_round_trip_and_truncation(tmp_path):
     with pytest.raises(InputError) as err:
         read_hmm(tmp_path / "cut.hmm")
     assert err.value.path == str(tmp_path / "cut.hmm") and err.value.line is not None
+
+
+def test_hmm_search_ranks_homologs_first():
+    pytest.importorskip("pyhmmer")
+    from homalign.profile.pyhmmer_adapter import build_hmm, hmm_search
+
+    q = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAE")
+    homolog = Sequence("h", "MKVLAAGIVALLLSGCSSHKEEAPKAEAAPAEEKTEKAE")
+    decoys = [Sequence(f"d{i}", s) for i, s in enumerate(
+        ["WYWYHHPPGGCCWYWYHHPPGGWYWYHHPP", "DDEEKKRRDDEEKKRRDDEEKKRRDDEE"])]
+    hits = hmm_search(build_hmm(q), q, decoys + [homolog], evalue=10.0)
+    assert hits and hits[0].target_id == "h"
+    assert hits[0].evalue < 1e-5 and hits[0].length > 30

@@ -92,6 +92,33 @@ def hmm_align(hmm: Any, query: Sequence, target: Sequence, method: str = "hmm") 
                      bits=float(best.score))
 
 
+def hmm_search(hmm: Any, query: Sequence, targets: list[Sequence], *, evalue: float = 10.0,
+               method: str = "hmm") -> list[Alignment]:
+    """Search ``targets`` with ``hmm`` through HMMER's accelerated pipeline (default filters, Z =
+    number of targets); the best domain of each reported target, sorted by E-value."""
+    from pyhmmer import easel, plan7
+
+    alphabet = _alphabet()
+    pipeline = plan7.Pipeline(alphabet, E=evalue, domE=evalue)
+    block = easel.DigitalSequenceBlock(alphabet, [_digital(t) for t in targets])
+    by_name = {t.id: t for t in targets}
+    out: list[Alignment] = []
+    for hit in pipeline.search_hmm(hmm, block):
+        name = hit.name.decode() if isinstance(hit.name, bytes) else str(hit.name)
+        target = by_name[name]
+        best = max(hit.domains, key=lambda d: d.score, default=None)
+        if best is None:
+            continue
+        ali = best.alignment
+        pairs = alignment_pairs(ali.hmm_sequence, ali.target_sequence, ali.hmm_from,
+                                ali.target_from)
+        pairs = pairs[(pairs[:, 0] < len(query)) & (pairs[:, 1] < len(target))]
+        out.append(Alignment(query.id, target.id, query.residues, target.residues, pairs,
+                             float(hit.score), method, evalue=float(hit.evalue),
+                             bits=float(hit.score)))
+    return sorted(out, key=lambda a: (a.evalue, -a.score))
+
+
 def alignment_pairs(hmm_row: str, target_row: str, hmm_from: int, target_from: int) -> np.ndarray:
     """(k, 2) 0-based (node, target residue) pairs of a HMMER domain alignment.
 
