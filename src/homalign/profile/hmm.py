@@ -12,8 +12,12 @@ of k skipped columns starting at column i costs ``open[i] + k ext`` with
 path relative to staying in the match states), all taken at column i - 1; inserts likewise with
 MI, IM, II. A query's delete costs go on ``q_ins_*`` and its insert costs on ``q_del_*``
 (symmetrically for the target), as the DP contract says. Both HMMs contribute, each with weight
-``gap_weight`` (default 0.5: the geometric mean of the two HMMs' transition probabilities), since
-a query column against nothing is explained by the query's delete or the target's insert.
+``gap_weight`` (0.5 would be the geometric mean of the two HMMs' transition probabilities; the
+``hhm`` method uses 0.4, tuned on HOMSTRAD train), since a query column against nothing is
+explained by the query's delete or the target's insert. Unlike HHsearch we do not add the
+M→M transition scores to the column scores (they are close to 0 bits and we keep S a pure column
+score); this simplification and the summed two-sided gaps are the main differences from
+HHsearch's pair-state Viterbi.
 """
 
 from __future__ import annotations
