@@ -226,3 +226,31 @@ def test_rank_hits_orders_by_evalue_then_score():
     hits = [Hit("q", "a", 0, 10, 5, 1.0), Hit("q", "b", 1, 20, 9, 1.0),
             Hit("q", "c", 2, 50, 20, 1e-5)]
     assert [h.target_id for h in rank_hits(hits)] == ["c", "b", "a"]
+
+
+def test_peer_methods_align_each_candidate_and_keep_their_own_evalues(small_db, monkeypatch):
+    """A method without prepare/score (a peer) is called per target; its pairwise E-value is
+    scaled from the target's length to the database size."""
+    from homalign.api import align
+    from homalign.methods import METHODS, Method
+
+    calls = []
+
+    def peer_align(query, target, **_):
+        calls.append(target.id)
+        aln = align(query, target, method="sw")
+        aln.evalue = 1e-3 * 2.0 ** (-aln.score / 10)
+        aln.bits = aln.score / 2
+        return aln
+
+    monkeypatch.setitem(METHODS, "fakepeer", Method("fakepeer", "peer", "test peer", peer_align))
+    db, _ = small_db
+    q = db.sequence(db.index_of("fam0_0"))
+    hits = search(q, db, method="fakepeer", evalue=1e9, max_hits=None, prefilter=False)
+    assert sorted(calls) == sorted(db.ids)
+    assert len(hits) == len(db)
+    for h in hits:
+        n_t = int(db.lengths[h.target_index])
+        assert h.evalue == pytest.approx(1e-3 * 2.0 ** (-h.score / 10) * db.total_length / n_t)
+        assert h.bits == h.score / 2
+    assert hits[0].target_id == "fam0_0"

@@ -97,3 +97,21 @@ def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):
     assert "not a homalign database" in capsys.readouterr().err
     assert main(["makedb", str(empty), str(tmp_path / "db")]) == 2
     assert not (tmp_path / "db").exists()
+
+
+def test_search_iterations_runs_the_iterative_profile_search(homstrad_fasta, tmp_path):
+    fasta, family = homstrad_fasta
+    q = next(iter(family))
+    rec = next(r for r in read_fasta(fasta) if r.id == q)
+    qfile = tmp_path / "q.fa"
+    write_fasta(qfile, [rec])
+    plain, iterative = tmp_path / "plain.tsv", tmp_path / "iter.tsv"
+    assert main(["search", str(qfile), str(fasta), "--evalue", "1e-3", "-o", str(plain),
+                 "--no-progress"]) == 0
+    assert main(["search", str(qfile), str(fasta), "--evalue", "1e-3", "--iterations", "2",
+                 "-o", str(iterative), "--no-progress"]) == 0
+    first = {h.sseqid for h in read_blast_tab(plain)}
+    final = list(read_blast_tab(iterative))
+    assert final and final[0].sseqid == q
+    assert first <= {h.sseqid for h in final}
+    assert {family[h.sseqid] for h in final} == {family[q]}

@@ -417,13 +417,19 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
             print(f"homology benchmark: {method}: {len(per_query)} queries, family "
                   f"{means['family']:.3f}, superfamily {means['superfamily']:.3f}, fold "
                   f"{means['fold']:.3f}, {seconds:.1f} s", file=sys.stderr)
+            _write_outputs(out, summary, per_query_rows, pr_rows)  # after every method
+    _write_outputs(out, summary, per_query_rows, pr_rows)
+    return summary
+
+
+def _write_outputs(out: Path, summary: list[dict[str, Any]],
+                   per_query_rows: list[dict[str, Any]], pr_rows: list[dict[str, Any]]) -> None:
     _write_csv(out / "summary.csv", SUMMARY_COLUMNS, summary)
     _write_csv(out / "per_query.csv", ("method", "query", *LEVELS), per_query_rows)
     _write_csv(out / "precision_recall.csv",
                ("method", "evalue", "calls", "true", "precision", "recall", "f1"), pr_rows)
     if per_query_rows:
         plot_cumulative(per_query_rows, out / "sensitivity.png")
-    return summary
 
 
 def _fmt(v: Any) -> str:

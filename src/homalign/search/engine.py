@@ -150,7 +150,6 @@ def search(
     if reason is not None:
         raise RuntimeError(f"method {method!r} is not available here: {reason}")
     opts = {**m.defaults, **method_options}
-    ev_params = params if params is not None else method_params(method, method_options)
     n_res, n_seq = db_size if db_size is not None else (db.total_length, len(db))
 
     if candidates is not None:
@@ -184,13 +183,16 @@ def search(
     if len(cand) == 0:
         return []
     tlen = db.lengths[cand]
-    evals = db_evalues(scores, ev_params, len(q), tlen, n_res, n_seq)
-    if m.kind == "peer":  # a peer's own pairwise E-value, scaled to the database size
-        for n, t in enumerate(cand):
-            pe = peer_alns[int(t)].evalue
-            if pe is not None:
-                evals[n] = pe * n_res / max(int(db.lengths[t]), 1)
-    bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
+    own = [peer_alns[int(t)] for t in cand] if peer_alns else []
+    if own and all(a.evalue is not None and a.bits is not None for a in own):
+        # a peer's own pairwise E-value, scaled from the target's length to the database size
+        evals = np.array([a.evalue * n_res / max(int(n), 1) for a, n in zip(own, tlen,
+                                                                           strict=True)])
+        bits = np.array([a.bits for a in own], dtype=np.float64)
+    else:
+        ev_params = params if params is not None else method_params(method, method_options)
+        evals = db_evalues(scores, ev_params, len(q), tlen, n_res, n_seq)
+        bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
     passing = np.flatnonzero(evals <= evalue)
     order = passing[np.lexsort((cand[passing], -scores[passing], evals[passing]))]
     if max_hits is not None:

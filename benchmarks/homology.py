@@ -1,0 +1,168 @@
+"""SCOPe homology benchmark, prefilter check and peak memory of a search.
+
+    # sensitivity (Foldseek protocol) of homalign methods and peers, into OUT/
+    python benchmarks/homology.py sensitivity --methods sw,blastp,mmseqs --out OUT [--limit N]
+    # prefilter: true positives kept against the exhaustive run, and the speed-up
+    python benchmarks/homology.py prefilter --out OUT [--limit N]
+    # peak resident memory of `homalign search` over the whole database (a child process)
+    python benchmarks/homology.py memory --out OUT [--limit N]
+
+Defaults: the SCOPe 2.07 40% trainval database and the dev queries of /work/shared/data/scope
+(override with --db / --queries or $HOMALIGN_DATA). ``--limit N`` takes N queries evenly spaced
+over the list. Each sub-command writes a CSV into OUT and prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DATA = Path(os.environ.get("HOMALIGN_DATA", "/work/shared/data"))
+DEFAULT_DB = DATA / "scope" / "astral-2.07-40.trainval.fa"
+DEFAULT_QUERIES = DATA / "scope" / "dev-queries.txt"
+HOMALIGN = [sys.executable, "-c", "import sys; from homalign.cli import main; sys.exit(main())"]
+
+
+def _queries(args) -> list[str]:
+    from homalign.evaluate.homology import labels_from_fasta, read_query_list
+
+    qs = read_query_list(args.queries, labels_from_fasta(args.db))
+    if args.limit:
+        qs = qs[::max(len(qs) // args.limit, 1)][:args.limit]
+    return qs
+
+
+def sensitivity(args) -> None:
+    from homalign.evaluate.homology import run_benchmark
+
+    methods = [m for m in args.methods.split(",") if m]
+    rows = run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
+                         max_hits=args.max_hits, threads=args.threads, limit=args.limit,
+                         progress=True)
+    ref = {r["method"]: r["seconds"] for r in rows}
+    print("| method | queries | family | superfamily | fold | seconds | time / blastp "
+          "| time / mmseqs |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        rb = f"{r['seconds'] / ref['blastp']:.2f}" if "blastp" in ref else "-"
+        rm = f"{r['seconds'] / ref['mmseqs']:.2f}" if "mmseqs" in ref else "-"
+        print(f"| {r['method']} | {r['queries']} | {r['family']:.3f} | {r['superfamily']:.3f} "
+              f"| {r['fold']:.3f} | {r['seconds']:.1f} | {rb} | {rm} |")
+
+
+def prefilter(args) -> None:
+    from homalign.evaluate.homology import (
+        ScopIndex,
+        labels_from_fasta,
+        mean_sensitivity,
+        sensitivities,
+    )
+    from homalign.search import SequenceDB, search
+
+    labels = labels_from_fasta(args.db)
+    index = ScopIndex(labels)
+    db = SequenceDB.from_fasta(args.db)
+    qs = [db.sequence(db.index_of(q)) for q in _queries(args)]
+    _ = db.index  # build the k-mer index outside the timings (makedb stores it)
+    search(qs[0], db, evalue=args.evalue)  # compile
+    runs = {}
+    for name, pf in (("exhaustive", False), ("prefilter", True)):
+        t0 = time.perf_counter()
+        res = {q.id: search(q, db, evalue=args.evalue, max_hits=None, prefilter=pf,
+                            traceback=False) for q in qs}
+        runs[name] = (time.perf_counter() - t0, res)
+    (t_ex, ex), (t_pf, pf) = runs["exhaustive"], runs["prefilter"]
+
+    def same_fold(q, t):
+        return q != t and labels[q].fold == labels[t].fold
+
+    tp_ex = {(q, h.target_id) for q, hits in ex.items() for h in hits if same_fold(q, h.target_id)}
+    tp_pf = {(q, h.target_id) for q, hits in pf.items() for h in hits if same_fold(q, h.target_id)}
+    all_ex = {(q, h.target_id) for q, hits in ex.items() for h in hits}
+    all_pf = {(q, h.target_id) for q, hits in pf.items() for h in hits}
+    sens = {}
+    for name, res in (("exhaustive", ex), ("prefilter", pf)):
+        conv = {q: [(h.target_id, h.score, h.evalue) for h in hits] for q, hits in res.items()}
+        sens[name] = mean_sensitivity(sensitivities(conv, list(res), index))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    row = {"queries": len(qs), "evalue": args.evalue, "tp_exhaustive": len(tp_ex),
+           "tp_kept": len(tp_ex & tp_pf), "tp_kept_fraction": len(tp_ex & tp_pf) / max(len(tp_ex), 1),
+           "hits_kept_fraction": len(all_ex & all_pf) / max(len(all_ex), 1),
+           "seconds_exhaustive": t_ex, "seconds_prefilter": t_pf, "speedup": t_ex / t_pf}
+    for name in sens:
+        for level, v in sens[name].items():
+            row[f"{name}_{level}"] = v
+    with open(out / "prefilter.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerow(row)
+    print("| queries | E ≤ | same-fold hits (exhaustive) | kept by prefilter | all hits kept "
+          "| exhaustive s | prefilter s | speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| {len(qs)} | {args.evalue:g} | {len(tp_ex)} | {row['tp_kept_fraction']:.3f} "
+          f"| {row['hits_kept_fraction']:.3f} | {t_ex:.1f} | {t_pf:.1f} | {row['speedup']:.2f} |")
+    for name in sens:
+        print(f"{name}: " + ", ".join(f"{k} {v:.3f}" for k, v in sens[name].items()))
+
+
+def memory(args) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from homalign.search import SequenceDB
+
+    db = SequenceDB.from_fasta(args.db)
+    qfa = out / "memory-queries.fa"
+    qfa.write_text("".join(f">{q}\n{db.residues(db.index_of(q))}\n" for q in _queries(args)))
+    dbdir = out / "memory-db"
+    if not dbdir.exists():
+        subprocess.run([*HOMALIGN, "makedb", str(args.db), str(dbdir)], check=True)
+    rows = []
+    for mode in ("prefilter", "exhaustive"):
+        cmd = [*HOMALIGN, "search", str(qfa), str(dbdir),
+               "-o", str(out / f"memory-{mode}.tsv"), "--no-progress"]
+        if mode == "exhaustive":
+            cmd.append("--exhaustive")
+        t0 = time.perf_counter()
+        # ru_maxrss of children is the max over all children so far, so each mode runs under
+        # its own intermediate python that reports its own child's peak
+        probe = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True);"
+                 "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        res = subprocess.run([sys.executable, "-c", probe, *cmd], check=True,
+                             capture_output=True, text=True)
+        peak_kib = int(res.stdout.strip().splitlines()[-1])
+        rows.append({"mode": mode, "queries": qfa.read_text().count(">"),
+                     "peak_rss_mib": peak_kib / 1024, "seconds": time.perf_counter() - t0})
+    with open(out / "memory.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print("| mode | queries | peak RSS (MiB) | seconds |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['mode']} | {r['queries']} | {r['peak_rss_mib']:.0f} | {r['seconds']:.1f} |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=("sensitivity", "prefilter", "memory"))
+    p.add_argument("--db", type=Path, default=DEFAULT_DB)
+    p.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
+    p.add_argument("--methods", default="sw,blastp,mmseqs")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--exhaustive", action="store_true")
+    p.add_argument("--max-hits", type=int, default=2000)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--evalue", type=float, default=10.0)
+    args = p.parse_args()
+    {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
