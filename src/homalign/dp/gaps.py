@@ -16,6 +16,7 @@ convention: open=11, extend=1 charges 12 for a one-residue gap).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -118,30 +119,41 @@ class GapCosts:
             )
 
     def kernel_vectors(self) -> KernelCosts:
-        """The eight float32 vectors the kernels use.
+        """The eight float32 vectors the kernels use (computed once, read-only).
 
         ``(qio, qie, tio, tie, tdo, tde, qdo, qde)`` where an I column for query residue ``i``
         at target column ``j`` costs ``qio[i] + tio[j]`` if it opens a run and
         ``qie[i] + tie[j]`` if it extends one; a D column for target residue ``j`` after ``i``
         query residues costs ``tdo[j] + qdo[i]`` (open) or ``tde[j] + qde[i]`` (extend).
         """
-        return (
-            self.q_ins_open + self.q_ins_ext, self.q_ins_ext.copy(),
-            self.t_ins_open + self.t_ins_ext, self.t_ins_ext.copy(),
-            self.t_del_open + self.t_del_ext, self.t_del_ext.copy(),
-            self.q_del_open + self.q_del_ext, self.q_del_ext.copy(),
+        return self._kernel_vectors
+
+    @cached_property
+    def _kernel_vectors(self) -> KernelCosts:
+        vecs = (
+            self.q_ins_open + self.q_ins_ext, self.q_ins_ext,
+            self.t_ins_open + self.t_ins_ext, self.t_ins_ext,
+            self.t_del_open + self.t_del_ext, self.t_del_ext,
+            self.q_del_open + self.q_del_ext, self.q_del_ext,
         )
+        for v in vecs:
+            v.setflags(write=False)
+        return vecs
 
     def constant_costs(self) -> tuple[float, float, float, float] | None:
         """``(go_I, ge_I, go_D, ge_D)`` if every column cost is position-independent, else None.
 
         Only returned when ``go >= ge >= 0`` (opening never beats extending, gaps never add to
         the score), the condition under which the fast constant-cost kernels give bit-identical
-        results to the general one.
+        results to the general one. Computed once.
         """
+        return self._constant_costs
+
+    @cached_property
+    def _constant_costs(self) -> tuple[float, float, float, float] | None:
         vecs = self.kernel_vectors()
         for v in vecs:
-            if v.shape[0] > 1 and not np.all(v == v[0]):
+            if v.shape[0] > 1 and v.min() != v.max():
                 return None
         first = [np.float32(v[0]) if v.shape[0] else np.float32(0.0) for v in vecs]
         qio, qie, tio, tie, tdo, tde, qdo, qde = first
