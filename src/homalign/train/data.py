@@ -134,8 +134,9 @@ class ResumableLoader:
 
     @property
     def samples_seen(self) -> int:
-        """Samples this rank has handed to the training loop (over all epochs)."""
-        return (self.epoch * self.batches_per_epoch() + self.batch_in_epoch) * self.batch_size
+        """Samples this rank has trained on (handed out, and committed if commits are used)."""
+        epoch, batch = self._committed or (self.epoch, self.batch_in_epoch)
+        return (epoch * self.batches_per_epoch() + batch) * self.batch_size
 
     def commit(self) -> None:
         """Mark every batch handed out so far as used by a finished training step.

@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
+from homalign.train.task import TrainTask
+
 
 class ToyRegression(nn.Module):
     """An MLP ``in_features -> hidden (x layers) -> 1`` with optional dropout."""
@@ -51,3 +53,21 @@ def mae_metric(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> to
     """Mean absolute error on one batch."""
     x, y = batch
     return torch.mean(torch.abs(model(x) - y))
+
+
+def toy_task(in_features: int = 8, hidden: int = 16, layers: int = 1, dropout: float = 0.0,
+             n_samples: int = 256, n_eval: int = 64, data_seed: int = 0) -> TrainTask:
+    """The ``toy-regression`` factory of the model registry."""
+    model = ToyRegression(in_features, hidden, layers, dropout)
+    return TrainTask(
+        model=model,
+        train_dataset=toy_dataset(n_samples, in_features, seed=data_seed),
+        eval_dataset=toy_dataset(n_eval, in_features, seed=data_seed + 1),
+        loss_fn=mse_loss,
+        metrics={"mae": mae_metric},
+        config={
+            "model": "toy-regression",
+            "model_args": {"in_features": in_features, "hidden": hidden, "layers": layers,
+                           "dropout": dropout},
+        },
+    )

@@ -1,0 +1,68 @@
+"""``homalign train``: run a registered model config through the training runtime.
+
+``homalign train --config FILE --logdir DIR [--nproc N] [--steps N] [--max-restarts K]``
+
+With ``--nproc 1`` (default) training runs in this process; with ``N > 1`` it launches
+``python -m torch.distributed.run --standalone --nproc-per-node N -m homalign.train.launch``
+(DistributedDataParallel, gloo on CPU / nccl on GPU). Rerunning the same command resumes from the
+newest checkpoint in ``DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``train`` sub-command."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a registered model config (resumes from DIR's newest checkpoint)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    p.add_argument("--config", required=True, metavar="FILE", help="TOML training config")
+    p.add_argument("--logdir", required=True, metavar="DIR",
+                   help="checkpoints and TensorBoard event files")
+    p.add_argument("--nproc", type=int, default=1, metavar="N",
+                   help="data-parallel worker processes (torchrun) [1]")
+    p.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="train until global step N (overrides [train] steps)")
+    p.add_argument("--max-restarts", type=int, default=0, metavar="K",
+                   help="with --nproc > 1: let torchrun restart failed workers K times [0]")
+    return p
+
+
+def torchrun_command(args: argparse.Namespace) -> list[str]:
+    """The torchrun command line for ``--nproc N > 1``."""
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone",
+        f"--nproc-per-node={args.nproc}", f"--max-restarts={args.max_restarts}",
+        "-m", "homalign.train.launch", "--config", str(args.config), "--logdir", str(args.logdir),
+    ]
+    if args.steps is not None:
+        cmd += ["--steps", str(args.steps)]
+    return cmd
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train; returns the exit status."""
+    from homalign.train.config import load_config
+
+    config = load_config(args.config)  # validate before launching anything
+    if args.nproc < 1:
+        raise ValueError("--nproc must be at least 1")
+    if args.nproc == 1:
+        from homalign.train.launch import train_from_config
+
+        train_from_config(config, args.logdir, steps=args.steps,
+                          echo=lambda m: print(m, flush=True))
+        return 0
+    # torchrun shares its rendezvous TCP store with the workers by default; after a restart a
+    # worker can then read a dead peer's address (pytorch/pytorch#135712). Give each its own.
+    env = dict(os.environ)
+    env.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
+    return subprocess.run(torchrun_command(args), check=False, env=env).returncode

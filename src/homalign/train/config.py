@@ -1,0 +1,194 @@
+"""Training configs (TOML) and the registry of model factories.
+
+A config names a registered model factory and its arguments, plus the training settings::
+
+    model = "toy-regression"     # a name given to register_model()
+    seed = 0
+
+    [model_args]                 # keyword arguments of the factory
+    hidden = 32
+
+    [train]                      # see TrainSettings for every key and its default
+    steps = 200
+    batch_size = 16
+    optimizer = "adam"           # adam | adamw | sgd
+    lr = 0.01
+    save_model_steps = 50
+
+Other packages register their models without this module importing them::
+
+    from homalign.train.config import register_model
+    register_model("learned-aligner", make_aligner_task)   # factory(**model_args) -> TrainTask
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from homalign.errors import InputError
+from homalign.train.task import TrainTask
+
+ModelFactory = Callable[..., TrainTask]
+
+_MODELS: dict[str, ModelFactory] = {}
+
+
+def register_model(name: str, factory: ModelFactory, *, replace: bool = False) -> None:
+    """Make ``factory(**model_args) -> TrainTask`` available to configs as ``model = name``."""
+    if name in _MODELS and not replace and _MODELS[name] is not factory:
+        raise ValueError(f"model {name!r} is already registered")
+    _MODELS[name] = factory
+
+
+def registered_models() -> list[str]:
+    """The registered model names."""
+    return sorted(_MODELS)
+
+
+def get_model_factory(name: str) -> ModelFactory:
+    """The factory registered as ``name``."""
+    try:
+        return _MODELS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown model {name!r}; registered: {', '.join(registered_models())}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The ``[train]`` table."""
+
+    steps: int = 1000
+    batch_size: int = 32
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    momentum: float = 0.9
+    scheduler: str = "none"  # none | cosine | step
+    scheduler_step_size: int = 1000
+    scheduler_gamma: float = 0.5
+    save_model_secs: float = 600.0
+    save_model_steps: int | None = None
+    save_summaries_secs: float = 120.0
+    keep_max: int = 5
+    log_every_steps: int = 100
+    num_workers: int = 0
+    prefetch: int = 0
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A parsed config file."""
+
+    model: str
+    model_args: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    train: TrainSettings = field(default_factory=TrainSettings)
+    path: str | None = None
+
+    def with_steps(self, steps: int | None) -> TrainConfig:
+        """A copy with ``train.steps`` replaced (unchanged when ``steps`` is None)."""
+        if steps is None:
+            return self
+        return dataclasses.replace(self, train=dataclasses.replace(self.train, steps=steps))
+
+
+def _check_keys(table: Mapping[str, Any], allowed: Iterable[str], path: str, where: str) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise InputError(f"unknown key(s) {', '.join(unknown)} in {where}", path=path)
+
+
+def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfig:
+    """Validate a config mapping (as read from TOML)."""
+    where = path or "<config>"
+    _check_keys(data, ("model", "model_args", "seed", "train"), where, "the top level")
+    if not isinstance(data.get("model"), str):
+        raise InputError("'model' must name a registered model", path=where)
+    train_table = dict(data.get("train", {}))
+    fields = {f.name: f for f in dataclasses.fields(TrainSettings)}
+    _check_keys(train_table, fields, where, "[train]")
+    for key, value in train_table.items():
+        default = getattr(TrainSettings(), key)
+        ok = (
+            isinstance(value, type(default)) if default is not None else isinstance(value, int)
+        ) or (isinstance(default, float) and isinstance(value, int))
+        if not ok or isinstance(value, bool):
+            raise InputError(f"[train] {key} = {value!r} has the wrong type", path=where)
+        if isinstance(default, float):
+            train_table[key] = float(value)
+    settings = TrainSettings(**train_table)
+    if settings.steps < 0 or settings.batch_size < 1 or not math.isfinite(settings.lr):
+        raise InputError("[train] needs steps >= 0, batch_size >= 1 and a finite lr", path=where)
+    if settings.optimizer not in ("adam", "adamw", "sgd"):
+        raise InputError(f"[train] optimizer {settings.optimizer!r}: use adam, adamw or sgd",
+                         path=where)
+    if settings.scheduler not in ("none", "cosine", "step"):
+        raise InputError(f"[train] scheduler {settings.scheduler!r}: use none, cosine or step",
+                         path=where)
+    return TrainConfig(
+        model=data["model"],
+        model_args=dict(data.get("model_args", {})),
+        seed=int(data.get("seed", 0)),
+        train=settings,
+        path=path,
+    )
+
+
+def load_config(path: str | os.PathLike[str]) -> TrainConfig:
+    """Read and validate a TOML config file."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"invalid TOML: {exc}", path=p) from exc
+    return parse_config(data, str(p))
+
+
+def build_task(config: TrainConfig) -> TrainTask:
+    """Call the registered factory with the config's ``model_args``."""
+    factory = get_model_factory(config.model)
+    try:
+        return factory(**config.model_args)
+    except TypeError as exc:
+        raise InputError(f"[model_args] do not fit model {config.model!r}: {exc}",
+                         path=config.path) from exc
+
+
+def make_optimizer(params: Iterable[torch.nn.Parameter], s: TrainSettings) -> torch.optim.Optimizer:
+    """The optimizer the settings name."""
+    if s.optimizer == "adam":
+        return torch.optim.Adam(params, lr=s.lr, weight_decay=s.weight_decay)
+    if s.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=s.lr, weight_decay=s.weight_decay)
+    return torch.optim.SGD(params, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay)
+
+
+def make_scheduler(opt: torch.optim.Optimizer, s: TrainSettings) -> Any:
+    """The LR scheduler the settings name, or ``None``."""
+    if s.scheduler == "cosine":
+        return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, s.steps))
+    if s.scheduler == "step":
+        return torch.optim.lr_scheduler.StepLR(opt, step_size=s.scheduler_step_size,
+                                               gamma=s.scheduler_gamma)
+    return None
+
+
+def _register_builtin() -> None:
+    from homalign.train.toy import toy_task
+
+    register_model("toy-regression", toy_task, replace=True)
+
+
+_register_builtin()
