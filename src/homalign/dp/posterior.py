@@ -29,45 +29,58 @@ NEG = -np.inf
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lse2(a: float, b: float) -> float:
-    """log(exp(a) + exp(b))."""
-    if a < b:
-        a, b = b, a
-    if b == NEG:
-        return a
-    return a + math.log1p(math.exp(b - a))
+def _lse4(a: float, b: float, c: float, d: float) -> float:
+    """log(exp(a) + exp(b) + exp(c) + exp(d)); -inf terms cost nothing, the largest term no exp.
 
-
-@njit(cache=True, nogil=True, inline="always")
-def _lse3(a: float, b: float, c: float) -> float:
-    """log(exp(a) + exp(b) + exp(c))."""
-    m = max(a, b, c)
+    ``m + log1p(sum of exp(x - m) over the other terms)``, so a state with few reachable
+    predecessors (the common case at borders and for the begin/end terms) is cheap.
+    """
+    m = max(max(a, b), max(c, d))
     if m == NEG:
         return NEG
-    return m + math.log(math.exp(a - m) + math.exp(b - m) + math.exp(c - m))
+    rest = -1.0  # the first term equal to m contributes exp(0) = 1, counted here
+    for x in (a, b, c, d):
+        if x == m:
+            rest += 1.0
+        elif x > NEG:
+            rest += math.exp(x - m)
+    return m + math.log1p(rest)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _begin(mode: int, i: int, j: int) -> float:
-    """log weight of the begin state at (i, j) for gap transitions (0 at start cells)."""
+@njit(cache=True, nogil=True)
+def _begin_rows(mode: int, lq: int, lt: int) -> tuple[np.ndarray, np.ndarray]:
+    """log weights of the begin state B for gap transitions: row 0 (length Lt + 1) and column 0
+    (length Lq + 1); B is -inf everywhere else (and everywhere in local mode)."""
+    row0 = np.full(lt + 1, NEG)
+    col0 = np.full(lq + 1, NEG)
     if mode == GLOBAL:
-        return 0.0 if (i == 0 and j == 0) else NEG
-    if mode == GLOCAL:
-        return 0.0 if i == 0 else NEG
-    if mode == SEMIGLOBAL:
-        return 0.0 if (i == 0 or j == 0) else NEG
-    return NEG
+        row0[0] = 0.0
+        col0[0] = 0.0
+    elif mode == GLOCAL:
+        row0[:] = 0.0
+        col0[0] = 0.0
+    elif mode == SEMIGLOBAL:
+        row0[:] = 0.0
+        col0[:] = 0.0
+    return row0, col0
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _is_end(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
+@njit(cache=True, nogil=True)
+def _end_rows(mode: int, lq: int, lt: int) -> tuple[np.ndarray, np.ndarray]:
+    """log weights (0 or -inf) of ending in any state at row Lq (by column) and at column Lt
+    (by row), for the non-local modes."""
+    last_row = np.full(lt + 1, NEG)
+    last_col = np.full(lq + 1, NEG)
     if mode == GLOBAL:
-        return i == lq and j == lt
-    if mode == GLOCAL:
-        return i == lq
-    if mode == SEMIGLOBAL:
-        return i == lq or j == lt
-    return True
+        last_row[lt] = 0.0
+        last_col[lq] = 0.0
+    elif mode == GLOCAL:
+        last_row[:] = 0.0
+        last_col[lq] = 0.0
+    elif mode == SEMIGLOBAL:
+        last_row[:] = 0.0
+        last_col[:] = 0.0
+    return last_row, last_col
 
 
 @njit(cache=True, nogil=True)
@@ -75,61 +88,84 @@ def _forward(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, fm):  # noqa: ANN0
     """Forward pass; fills fm (float64 (Lq+1, Lt+1)) with log F_M and returns log Z."""
     lq, lt = S.shape
     local = mode == LOCAL
+    b_row0, b_col0 = _begin_rows(mode, lq, lt)
+    e_row, e_col = _end_rows(mode, lq, lt)
     ip = np.full(lt + 1, NEG)
     dp = np.full(lt + 1, NEG)
     ic = np.full(lt + 1, NEG)
     dc = np.full(lt + 1, NEG)
-    log_z = 0.0 if local else NEG
+    bp = b_row0.copy()  # B of the previous row
+    log_z = 0.0 if local else NEG  # local: the empty alignment
     fm[0, :] = NEG
     for j in range(1, lt + 1):
-        go = tdo[j - 1] + qdo[0]
-        ge = tde[j - 1] + qde[0]
-        dp[j] = _lse2(_begin(mode, 0, j - 1) - go, dp[j - 1] - ge)
-    if not local:
+        dp[j] = _lse4(bp[j - 1] - (tdo[j - 1] + qdo[0]), dp[j - 1] - (tde[j - 1] + qde[0]),
+                      NEG, NEG)
+    if not local and lq == 0:
         for j in range(lt + 1):
-            if _is_end(mode, 0, j, lq, lt):
-                log_z = _lse3(log_z, _begin(mode, 0, j), dp[j])
+            if e_row[j] == 0.0:
+                log_z = _lse4(log_z, bp[j], dp[j], NEG)
+    elif mode == SEMIGLOBAL:
+        log_z = _lse4(log_z, bp[lt], dp[lt], NEG)
     for i in range(1, lq + 1):
         a_go = qio[i - 1]
         a_ge = qie[i - 1]
         r_go = qdo[i]
         r_ge = qde[i]
+        b0 = b_col0[i]
         fm[i, 0] = NEG
         dc[0] = NEG
-        ic[0] = _lse2(_lse3(_begin(mode, i - 1, 0), fm[i - 1, 0], dp[0]) - (a_go + tio[0]),
-                      ip[0] - (a_ge + tie[0]))
+        go = a_go + tio[0]
+        ic[0] = _lse4(bp[0] - go, fm[i - 1, 0] - go, dp[0] - go, ip[0] - (a_ge + tie[0]))
+        ml = NEG
+        il = ic[0]
+        dl = NEG
+        bl = b0
         for j in range(1, lt + 1):
-            bm = 0.0 if local else _begin(mode, i - 1, j - 1)
-            m = S[i - 1, j - 1] + _lse2(_lse2(bm, fm[i - 1, j - 1]), _lse2(ip[j - 1], dp[j - 1]))
+            bm = 0.0 if local else bp[j - 1]
+            m = S[i - 1, j - 1] + _lse4(bm, fm[i - 1, j - 1], ip[j - 1], dp[j - 1])
+            go = a_go + tio[j]
+            iv = _lse4(bp[j] - go, fm[i - 1, j] - go, dp[j] - go, ip[j] - (a_ge + tie[j]))
+            go = tdo[j - 1] + r_go
+            dv = _lse4(bl - go, ml - go, il - go, dl - (tde[j - 1] + r_ge))
             fm[i, j] = m
-            ic[j] = _lse2(_lse3(_begin(mode, i - 1, j), fm[i - 1, j], dp[j]) - (a_go + tio[j]),
-                          ip[j] - (a_ge + tie[j]))
-            dc[j] = _lse2(_lse3(_begin(mode, i, j - 1), fm[i, j - 1], ic[j - 1])
-                          - (tdo[j - 1] + r_go), dc[j - 1] - (tde[j - 1] + r_ge))
-            if local:
-                log_z = _lse2(log_z, m)
-        if not local:
-            for j in range(lt + 1):
-                if _is_end(mode, i, j, lq, lt):
-                    log_z = _lse2(_lse3(log_z, _begin(mode, i, j), fm[i, j]),
-                                  _lse2(ic[j], dc[j]))
+            ic[j] = iv
+            dc[j] = dv
+            ml = m
+            il = iv
+            dl = dv
+            bl = NEG
+        if local:
+            for j in range(1, lt + 1):
+                log_z = _lse4(log_z, fm[i, j], NEG, NEG)
+        else:
+            if e_col[i] == 0.0 and i < lq:  # last column (semiglobal)
+                log_z = _lse4(log_z, fm[i, lt], ic[lt], dc[lt])
+            if i == lq:
+                for j in range(lt + 1):
+                    if e_row[j] == 0.0:
+                        bj = b0 if j == 0 else NEG
+                        log_z = _lse4(log_z, _lse4(bj, fm[i, j], ic[j], dc[j]), NEG, NEG)
         ip, ic = ic, ip
         dp, dc = dc, dp
+        bp[:] = NEG
+        bp[0] = b0
     return log_z
 
 
 @njit(cache=True, nogil=True)
-def _backward(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, fm, log_z, post):  # noqa: ANN001
+def _backward(  # noqa: ANN202
+    S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, fm, log_z, post  # noqa: ANN001
+):
     """Backward pass; writes P[i, j] = exp(F_M + B_M - log Z) into post (float32 (Lq, Lt))."""
     lq, lt = S.shape
     local = mode == LOCAL
+    e_row, e_col = _end_rows(mode, lq, lt)
     bm_n = np.full(lt + 2, NEG)  # row i + 1
     bi_n = np.full(lt + 2, NEG)
     bm_c = np.full(lt + 2, NEG)  # row i
     bi_c = np.full(lt + 2, NEG)
-    bd_c = np.full(lt + 2, NEG)
     for i in range(lq, -1, -1):
-        bd_c[lt + 1] = NEG
+        bdl = NEG  # B_D at (i, j + 1)
         for j in range(lt, -1, -1):
             to_m = S[i, j] + bm_n[j + 1] if (i < lq and j < lt) else NEG
             if i < lq:
@@ -139,17 +175,21 @@ def _backward(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, fm, log_z, post):
                 i_open = NEG
                 i_ext = NEG
             if j < lt:
-                d_open = bd_c[j + 1] - (tdo[j] + qdo[i])
-                d_ext = bd_c[j + 1] - (tde[j] + qde[i])
+                d_open = bdl - (tdo[j] + qdo[i])
+                d_ext = bdl - (tde[j] + qde[i])
             else:
                 d_open = NEG
                 d_ext = NEG
-            end = 0.0 if (local or _is_end(mode, i, j, lq, lt)) else NEG
-            end_gap = NEG if local else end
-            bm = _lse2(_lse2(end, to_m), _lse2(i_open, d_open))
+            if local:
+                end = 0.0
+                end_gap = NEG
+            else:
+                end = 0.0 if (i == lq and e_row[j] == 0.0) or (j == lt and e_col[i] == 0.0) else NEG
+                end_gap = end
+            bm = _lse4(end, to_m, i_open, d_open)
             bm_c[j] = bm
-            bi_c[j] = _lse2(_lse2(end_gap, to_m), _lse2(i_ext, d_open))
-            bd_c[j] = _lse2(_lse2(end_gap, to_m), _lse2(i_open, d_ext))
+            bi_c[j] = _lse4(end_gap, to_m, i_ext, d_open)
+            bdl = _lse4(end_gap, to_m, i_open, d_ext)
             if i >= 1 and j >= 1:
                 post[i - 1, j - 1] = math.exp(fm[i, j] + bm - log_z)
         bm_n, bm_c = bm_c, bm_n
