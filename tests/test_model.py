@@ -133,3 +133,39 @@ def test_gap_costs_map_onto_the_dp_contract() -> None:
     assert isinstance(gaps, GapCosts)
     assert gaps.lq == 10 and gaps.lt == 12
     assert (gaps.q_ins_open > 0).all() and (gaps.t_del_ext > 0).all()
+
+
+def test_learned_method_end_to_end_with_bundled_weights() -> None:
+    import homalign
+    from homalign.methods import get_method, method_names
+
+    assert "learned" in method_names("learned")
+    assert get_method("learned").available() is None
+    q = Q[:120]
+    t = T[:46] + T[47:118]  # T already lacks Q's residue 46; drop one more
+    aln = homalign.align(q, t, method="learned")
+    assert aln.method == "learned" and aln.length > 100
+    qa, ta = aln.gapped()
+    same = sum(a == b for a, b in zip(qa, ta, strict=True))
+    assert same / aln.length > 0.9
+    assert 0.9 < aln.extra["homology_probability"] <= 1.0
+    vit = homalign.align(q, t, method="learned", decode="viterbi")
+    assert vit.length > 100
+    with pytest.raises(ValueError):
+        homalign.align(q, t, method="learned", decode="nonsense")
+
+
+def test_bundled_weights_save_load_round_trip(tmp_path) -> None:
+    from homalign.model import load_bundled
+
+    model, meta = load_bundled()
+    save_model(model, tmp_path / "copy", {k: v for k, v in meta.items() if k != "config"})
+    again, meta2 = load_model(tmp_path / "copy")
+    assert meta2["homology"] == meta["homology"]
+    q, t = encode(Q[:90]), encode(T[3:100])
+    S1, g1 = model.score_pair(q, t)
+    S2, g2 = again.score_pair(q, t)
+    np.testing.assert_array_equal(S1, S2)
+    p1 = mea_align(posterior_matrix(S1, g1, "global"), 0.3).pairs
+    p2 = mea_align(posterior_matrix(S2, g2, "global"), 0.3).pairs
+    np.testing.assert_array_equal(p1, p2)

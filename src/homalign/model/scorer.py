@@ -32,14 +32,15 @@ class PairScorer(nn.Module):
 
     def __init__(self, cfg: AlignerConfig) -> None:
         super().__init__()
+        # scalars are stored as 1-element vectors (tools that view tensors as bytes need dim >= 1)
         m = torch.as_tensor(substitution_matrix(cfg.matrix).copy(), dtype=torch.float32)
         padded = torch.zeros(m.shape[0] + 1, m.shape[1] + 1)
         padded[:-1, :-1] = m
         self.register_buffer("matrix", padded)
-        self.log_scale = nn.Parameter(torch.tensor(math.log(NATS_PER_HALF_BIT)))
+        self.log_scale = nn.Parameter(torch.tensor([math.log(NATS_PER_HALF_BIT)]))
         self.W = nn.Parameter(torch.zeros(cfg.dim, cfg.dim))
-        self.open_bias = nn.Parameter(torch.tensor(_inv_softplus(cfg.gap_open * NATS_PER_HALF_BIT)))
-        self.ext_bias = nn.Parameter(torch.tensor(_inv_softplus(cfg.gap_extend * NATS_PER_HALF_BIT)))
+        self.open_bias = nn.Parameter(torch.tensor([_inv_softplus(cfg.gap_open * NATS_PER_HALF_BIT)]))
+        self.ext_bias = nn.Parameter(torch.tensor([_inv_softplus(cfg.gap_extend * NATS_PER_HALF_BIT)]))
         self.open_w = nn.Parameter(torch.zeros(cfg.dim))
         self.ext_w = nn.Parameter(torch.zeros(cfg.dim))
 

@@ -30,6 +30,7 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -48,7 +49,12 @@ def save_model(model: AlignerModel, stem: str | Path, extra: dict | None = None)
 
 def _build(weights: bytes, meta: dict) -> AlignerModel:
     model = AlignerModel(AlignerConfig.from_dict(meta["config"]))
-    model.load_state_dict(st_load(weights), strict=True)
+    state = st_load(weights)
+    own = model.state_dict()
+    for k, v in state.items():  # scalars saved as 0-dim by early versions
+        if k in own and v.shape != own[k].shape and v.numel() == own[k].numel():
+            state[k] = v.reshape(own[k].shape)
+    model.load_state_dict(state, strict=True)
     model.eval()
     return model
 

@@ -1,0 +1,115 @@
+"""The learned aligner as a ``homalign.train`` task (``model = "learned-aligner"`` in a config).
+
+``make_aligner_task(**model_args)`` returns a :class:`homalign.train.task.TrainTask`: the model,
+a dataset of fixed-width tensor items (each pair cropped to ``window`` residues and padded, so
+the runtime's default collation stacks them) and the loss of :mod:`homalign.model.loss`.
+Importing this module registers the factory (``register()``); see ``configs/aligner.toml``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from homalign.model.aligner import AlignerModel
+from homalign.model.config import AlignerConfig
+from homalign.model.data import TrainPair, crop, load_homstrad, load_tmalign, split_by_group
+from homalign.model.encoder import PAD
+from homalign.model.loss import alignment_nll, masked_cross_entropy
+
+DATA = Path("/work/shared/data")
+
+
+class PairDataset(Dataset):
+    """Items: (q, t, lq, lt, partner, q_ss, t_ss, q_acc, t_acc) int64 tensors of width ``window``.
+
+    ``partner[i]`` is the reference partner of query residue i (-1: unaligned). Each pair is
+    cropped once, deterministically (seeded by its name), so items are reproducible on resume.
+    """
+
+    def __init__(self, pairs: list[TrainPair], window: int = 256) -> None:
+        self.pairs = pairs
+        self.window = window
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, k: int) -> tuple[torch.Tensor, ...]:
+        p = crop(self.pairs[k], self.window, np.random.default_rng(zlib.crc32(
+            self.pairs[k].name.encode())))
+        W = self.window
+
+        def pad(a: np.ndarray, value: int) -> torch.Tensor:
+            out = np.full(W, value, dtype=np.int64)
+            out[: len(a)] = a
+            return torch.as_tensor(out)
+
+        partner = np.full(len(p.q), -1, dtype=np.int64)
+        partner[p.pairs[:, 0]] = p.pairs[:, 1]
+        return (pad(p.q, PAD), pad(p.t, PAD), torch.tensor(len(p.q)), torch.tensor(len(p.t)),
+                pad(partner, -1), pad(p.q_ss, -1), pad(p.t_ss, -1), pad(p.q_acc, -1),
+                pad(p.t_acc, -1))
+
+
+def aligner_loss(model: torch.nn.Module, batch: list[torch.Tensor], aux_weight: float = 0.2,
+                 mode: str = "global") -> torch.Tensor:
+    """Per-residue CRF NLL of the reference alignments + ``aux_weight`` x structure CE."""
+    q, t, lq, lt, partner, q_ss, t_ss, q_acc, t_acc = batch
+    n, m = int(lq.max()), int(lt.max())
+    q, q_ss, q_acc, partner = q[:, :n], q_ss[:, :n], q_acc[:, :n], partner[:, :n]
+    t, t_ss, t_acc = t[:, :m], t_ss[:, :m], t_acc[:, :m]
+    net = getattr(model, "module", model)
+    e_q, e_t = net.encoder(q), net.encoder(t)
+    S, gaps = net.scorer(q, e_q, t, e_t)
+    pairs = []
+    for b in range(len(q)):
+        i = torch.nonzero(partner[b] >= 0).flatten()
+        pairs.append(np.stack([i.numpy(), partner[b, i].numpy()], axis=1).astype(np.int32))
+    nll = alignment_nll(S, gaps, lq, lt, pairs, mode)
+    loss = (nll / (lq + lt).to(nll.dtype)).mean()
+    if aux_weight > 0:
+        aux = (masked_cross_entropy(net.ss_logits(e_q), q_ss)
+               + masked_cross_entropy(net.ss_logits(e_t), t_ss)
+               + masked_cross_entropy(net.acc_logits(e_q), q_acc)
+               + masked_cross_entropy(net.acc_logits(e_t), t_acc)) / 4
+        loss = loss + aux_weight * aux
+    return loss
+
+
+def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
+                      tmalign: str | None = str(DATA / "scope" / "tmalign-pairs.train.tsv"),
+                      window: int = 256, max_pairs_per_family: int = 40,
+                      aux_weight: float = 0.2, val_fraction: float = 0.08,
+                      config: dict | None = None) -> Any:
+    """Build the TrainTask (training data = the non-held-out part of train; never dev)."""
+    from homalign.train.task import TrainTask
+
+    cfg = AlignerConfig.from_dict(dict(config or {}))
+    data = load_homstrad(homstrad, max_pairs_per_family)
+    if tmalign:
+        data += load_tmalign(tmalign)
+    train, val = split_by_group(data, val_fraction)
+    model = AlignerModel(cfg)
+    return TrainTask(
+        model=model, train_dataset=PairDataset(train, window),
+        loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight, cfg.mode),
+        eval_dataset=PairDataset(val, window),
+        config={"config": cfg.to_dict(), "model": "learned-aligner"},
+    )
+
+
+def register() -> None:
+    """Register ``learned-aligner`` with the training runtime's model registry."""
+    from homalign.train.config import register_model
+
+    register_model("learned-aligner", make_aligner_task, replace=True)
+
+
+register()
+
+__all__ = ["PairDataset", "aligner_loss", "make_aligner_task", "register"]
