@@ -31,6 +31,8 @@ def test_toy_config_loads_and_builds() -> None:
     [
         ('model = "toy-regression"\n[train]\nstepz = 3\n', "unknown key"),
         ('model = "toy-regression"\n[train]\nlr = "fast"\n', "wrong type"),
+        ('model = "toy-regression"\n[train]\nasync_save = 1\n', "wrong type"),
+        ('model = "toy-regression"\n[train]\nsteps = true\n', "wrong type"),
         ('model = "toy-regression"\n[train]\noptimizer = "lbfgs"\n', "optimizer"),
         ("model = \n", "invalid TOML"),
         ("[train]\nsteps = 1\n", "'model' must name"),

@@ -76,7 +76,7 @@ def test_hook_protocol_order_and_extra_values() -> None:
     with _session(toy, hooks=[rec, StopAtStepHook(last_step=2)]) as mon:
         assert _train(mon, toy) == 2
     assert rec.calls == ["begin", "create@0", "before", "after@1", "before", "after@2", "end"]
-    assert rec.norms[-1] == pytest.approx(float(toy.model.net[0].weight.norm()))
+    assert rec.norms[-1] == pytest.approx(float(toy.model.net[0].weight.detach().norm()))
     assert rec.norms[0] != rec.norms[1]
 
 

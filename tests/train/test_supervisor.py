@@ -255,3 +255,18 @@ def test_request_stop_from_another_thread(tmp_path: Path) -> None:
     finally:
         timer.cancel()
     assert 0 < final < 10**9 and sv.saved_steps == [final]
+
+
+def test_synchronous_saves_are_on_disk_before_the_next_step(tmp_path: Path) -> None:
+    toy = make_toy()
+    sv = toy.supervisor(tmp_path, save_model_steps=5, async_save=False)
+    store = CheckpointStore(tmp_path)
+    committed: list[int | None] = []
+
+    def check(step: int) -> None:  # runs inside the step that starts at global step `step`
+        selected = store.selected()
+        committed.append(None if selected is None else selected.step)
+
+    run_until(sv, toy, 12, on_step=check)
+    assert committed == [None] * 5 + [5] * 5 + [10] * 2
+    assert not any(t.name == "checkpoint" and t.is_alive() for t in sv.services)

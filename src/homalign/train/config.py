@@ -81,6 +81,7 @@ class TrainSettings:
     save_model_steps: int | None = None
     save_summaries_secs: float = 120.0
     keep_max: int = 5
+    async_save: bool = True
     log_every_steps: int = 100
     num_workers: int = 0
     prefetch: int = 0
@@ -120,10 +121,17 @@ def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfi
     _check_keys(train_table, fields, where, "[train]")
     for key, value in train_table.items():
         default = getattr(TrainSettings(), key)
-        ok = (
-            isinstance(value, type(default)) if default is not None else isinstance(value, int)
-        ) or (isinstance(default, float) and isinstance(value, int))
-        if not ok or isinstance(value, bool):
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(value, bool):
+            ok = False
+        elif default is None or isinstance(default, int):
+            ok = isinstance(value, int)
+        elif isinstance(default, float):
+            ok = isinstance(value, int | float)
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
             raise InputError(f"[train] {key} = {value!r} has the wrong type", path=where)
         if isinstance(default, float):
             train_table[key] = float(value)

@@ -57,6 +57,7 @@ class RunReport:
     steps_run: int
     samples_seen: int
     seconds: float
+    train_seconds: float
     final_loss: float | None
     param_sha256: str
 
@@ -102,6 +103,7 @@ def train_from_config(
             logdir, model=model, optimizer=opt, scheduler=sched, data=loader,
             save_model_secs=s.save_model_secs, save_model_steps=s.save_model_steps,
             save_summaries_secs=s.save_summaries_secs, keep_max=s.keep_max,
+            async_save=s.async_save,
         )
         if s.prefetch:
             sv.add_pipeline(loader)
@@ -110,6 +112,7 @@ def train_from_config(
         with sv.managed_session() as session:
             restored = sv.restored_from
             first = session.global_step
+            loop_started = time.monotonic()
             say(f"{'restored from ' + restored.name if restored else 'initialised'}; "
                 f"global step {first}; world size {distributed.world_size()}")
             for batch in loader:
@@ -132,12 +135,14 @@ def train_from_config(
                 if on_step is not None:
                     on_step(step, loss_value)
             final = session.global_step
+            train_seconds = time.monotonic() - loop_started
         result = RunReport(
             rank=distributed.rank(), world_size=distributed.world_size(),
             restart=distributed.restart_count(),
             restored_step=None if restored is None else restored.step, final_step=final,
             steps_run=final - first, samples_seen=loader.samples_seen,
-            seconds=time.monotonic() - started, final_loss=loss_value,
+            seconds=time.monotonic() - started, train_seconds=train_seconds,
+            final_loss=loss_value,
             param_sha256=parameter_digest(model),
         )
         say(f"done: global step {final} ({result.steps_run} steps in {result.seconds:.1f}s)")

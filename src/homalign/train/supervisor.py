@@ -187,6 +187,9 @@ class Supervisor:
     ``logdir=None`` disables checkpoints and summaries; ``save_summaries_secs=0`` or
     ``summary_fn=None`` disables the summary service only (the loop can still write summaries
     with :meth:`summary_computed`). ``save_model_steps`` adds step-based checkpoints.
+    Snapshots are always taken in the training thread at a step boundary; with ``async_save``
+    (default) the checkpoint thread writes them while training goes on, otherwise the training
+    thread writes them before the next step (then a kill loses at most one interval of work).
     Only the chief (rank 0 under torch.distributed, unless ``is_chief`` says otherwise) writes.
     A Supervisor runs one session.
     """
@@ -215,6 +218,7 @@ class Supervisor:
         ready_wait_secs: float = 0.0,
         stop_grace_secs: float = 120.0,
         sync_stop: bool = True,
+        async_save: bool = True,
     ) -> None:
         if not isinstance(global_step, GlobalStep):
             global_step = GlobalStep(int(global_step or 0))
@@ -244,6 +248,7 @@ class Supervisor:
         self.ready_wait_secs = ready_wait_secs
         self.stop_grace_secs = stop_grace_secs
         self.sync_stop = sync_stop
+        self.async_save = async_save
         self.coord = Coordinator()
         self.summary_writer: EventWriter | None = None
         self.prepared: PrepareResult | None = None
@@ -406,6 +411,9 @@ class Supervisor:
         if due or session._snapshot_request.is_set():
             session._snapshot_request.clear()
             snap = self.state.snapshot()
+            if not self.async_save:
+                self._write(snap)
+                return
             while True:
                 try:
                     self._snapshots.put(snap, timeout=0.1)
