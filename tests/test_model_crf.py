@@ -36,3 +36,22 @@ def test_compiled_crf_matches_soft_dp_value_and_gradients(mode: str) -> None:
     torch.testing.assert_close(got[1], ref[1], atol=1e-9, rtol=1e-7)
     for k in vec:
         torch.testing.assert_close(got[2][k], ref[2][k], atol=1e-9, rtol=1e-7, msg=k)
+
+
+@pytest.mark.parametrize("mode", ["global", "local", "glocal", "semiglobal"])
+def test_training_crf_equals_dp_engine_posteriors(mode: str) -> None:
+    """Training (model.crf) and inference (dp.posterior) use the same CRF: same log Z and P."""
+    from homalign.dp import GapCosts
+    from homalign.dp.posterior import forward_backward
+    from homalign.model.crf import crf_log_partition
+
+    rng = np.random.default_rng(11)
+    lq, lt = 13, 17
+    S = rng.normal(0, 1.5, (lq, lt)).astype(np.float32)
+    sizes = {"q_ins": lq, "t_ins": lt + 1, "t_del": lt, "q_del": lq + 1}
+    vec = {f.name: rng.uniform(0.1, 2.0, sizes[f.name[:5]]).astype(np.float32)
+           for f in fields(SoftGaps)}
+    P, logz = forward_backward(S, GapCosts(**vec), mode)
+    my_logz, my_P, _ = crf_log_partition(S, vec, mode)
+    assert my_logz == pytest.approx(logz, abs=1e-6)
+    np.testing.assert_allclose(my_P, P, atol=1e-6)
