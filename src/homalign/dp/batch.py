@@ -1,9 +1,9 @@
 """Many alignments at once: :func:`align_batch`, a numba ``prange`` over pairs.
 
-The score matrices and gap vectors are packed into flat buffers with offsets so one compiled,
-parallel call handles pairs of any shapes; each pair runs the same kernels as :func:`align` /
-:func:`align_score`, so the results are identical. Threads: ``NUMBA_NUM_THREADS`` (or
-``numba.set_num_threads``).
+The score matrices go in as a typed list (no copy) and the gap vectors are packed into flat
+buffers with offsets, so one compiled, parallel call handles pairs of any shapes; each pair runs
+the same kernels as :func:`align` / :func:`align_score`, so the results are identical. Threads:
+``NUMBA_NUM_THREADS`` (or ``numba.set_num_threads``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from numba import njit, prange
+from numba.typed import List
 
 from homalign.dp.gaps import GapCosts
-from homalign.dp.kernels import gotoh, score_constant, score_integral, traceback
+from homalign.dp.kernels import gotoh, score_constant, score_general, score_integral, traceback
 from homalign.dp.modes import mode_code
 from homalign.dp.pairwise import integral_bound_ok, validate_scores
 from homalign.dp.result import DPResult, from_ops
@@ -24,14 +25,14 @@ __all__ = ["align_batch"]
 
 @njit(cache=True, parallel=True)
 def _batch_kernel(  # noqa: ANN201, PLR0913
-    s_flat, s_off, lqs, lts, vecs, v_off, kind, cparams, mode, trace, ops, o_off, scores, meta
+    mats, lqs, lts, vecs, v_off, kind, cparams, mode, trace, ops, o_off, scores, meta
 ):  # noqa: ANN001
     """Align pair k for every k in parallel; fill scores[k] and meta[k] = (n_ops, si, sj)."""
     n = lqs.shape[0]
     for k in prange(n):
         lq = lqs[k]
         lt = lts[k]
-        S = s_flat[s_off[k]:s_off[k] + lq * lt].reshape((lq, lt))
+        S = mats[np.int64(k)]
         qio = vecs[0][v_off[k, 0]:v_off[k, 0] + lq]
         qie = vecs[1][v_off[k, 0]:v_off[k, 0] + lq]
         tio = vecs[2][v_off[k, 1]:v_off[k, 1] + lt + 1]
@@ -48,6 +49,8 @@ def _batch_kernel(  # noqa: ANN201, PLR0913
             meta[k, 0] = nops
             meta[k, 1] = si
             meta[k, 2] = sj
+        elif kind[k] == 3:
+            scores[k] = score_general(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode)
         elif kind[k] > 0:
             ok = False
             if kind[k] == 2:
@@ -93,26 +96,27 @@ def align_batch(
     mats = [c[0] for c in checked]
     lqs = np.array([m.shape[0] for m in mats], dtype=np.int64)
     lts = np.array([m.shape[1] for m in mats], dtype=np.int64)
-    s_flat = np.concatenate([m.ravel() for m in mats])
-    s_off = _offsets(lqs * lts)
     kv = [g.kernel_vectors() for g in gaps]
     vecs = tuple(np.concatenate([v[c] for v in kv]) for c in range(8))
     v_off = np.stack(
         [_offsets(lqs), _offsets(lts + 1), _offsets(lts), _offsets(lqs + 1)], axis=1
     )
     consts = [g.constant_costs() if score_only else None for g in gaps]
-    # kernel per pair: 0 general, 1 constant costs, 2 constant integer costs (see align_score)
+    # kernel per pair (as in align_score): 0 general, 1 constant costs, 2 constant integer costs,
+    # 3 non-negative position-specific costs
     kind = np.zeros(n, dtype=np.int8)
     for k, (c, (m, hi, lo)) in enumerate(zip(consts, checked, strict=True)):
         if c is not None:
             kind[k] = 2 if integral_bound_ok(m.shape[0], m.shape[1], hi, lo, c) else 1
+        elif score_only and gaps[k].nonnegative:
+            kind[k] = 3
     cparams = np.array([c if c is not None else (0.0,) * 4 for c in consts], dtype=np.float32)
     ops = np.empty(int((lqs + lts).sum()) if not score_only else 1, dtype=np.uint8)
     o_off = _offsets(lqs + lts)
     scores = np.empty(n, dtype=np.float32)
     meta = np.zeros((n, 3), dtype=np.int64)
     _batch_kernel(
-        s_flat, s_off, lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
+        List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
         ops, o_off, scores, meta,
     )
     if score_only:

@@ -140,6 +140,12 @@ class GapCosts:
             v.setflags(write=False)
         return vecs
 
+    @cached_property
+    def nonnegative(self) -> bool:
+        """Whether all eight vectors are >= 0 (so opening never beats extending and gaps never
+        add to the score: the condition of the fast position-specific score-only kernel)."""
+        return all(bool((getattr(self, f.name) >= 0).all()) for f in fields(self))
+
     def constant_costs(self) -> tuple[float, float, float, float] | None:
         """``(go_I, ge_I, go_D, ge_D)`` if every column cost is position-independent, else None.
 

@@ -440,3 +440,63 @@ def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
             best = _row_end(best, h, i, lq, mode)
     return best, True
 
+
+
+@njit(cache=True, nogil=True)
+def score_general(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode):  # noqa: ANN001, ANN201
+    """Score-only Gotoh for position-specific costs whose eight vectors are all >= 0.
+
+    Then every open cost is >= the matching extend cost and every gap cost >= 0, so (as in
+    :func:`score_constant`) two running rows H = max(M, I, D, B) and I suffice, local mode's
+    best M is the best H, and all values are bit-identical to :func:`gotoh`'s. Per row: a
+    vectorisable pass for M and I, then the sequential D recurrence.
+    """
+    lq, lt = S.shape
+    local = mode == LOCAL
+    z = ZERO if local else NEG
+    h = np.empty(lt + 1, np.float32)
+    e = np.empty(lt + 1, np.float32)
+    t = np.empty(lt + 1, np.float32)
+    best = ZERO if local else NEG
+    # row 0: H = max(B, D)
+    h[0] = _begin(mode, 0, 0)
+    e[0] = NEG
+    d = NEG
+    r_go = qdo[0]
+    r_ge = qde[0]
+    for j in range(1, lt + 1):
+        d = _mx(h[j - 1] - (tdo[j - 1] + r_go), d - (tde[j - 1] + r_ge))
+        h[j] = _mx(_begin(mode, 0, j), d)
+        e[j] = NEG
+    if mode == SEMIGLOBAL:
+        best = _mx(best, h[lt])
+    for i in range(1, lq + 1):
+        row = S[i - 1]
+        a_go = qio[i - 1]
+        a_ge = qie[i - 1]
+        e0 = _mx(h[0] - (a_go + tio[0]), e[0] - (a_ge + tie[0]))
+        t[0] = _mx(_begin(mode, i, 0), e0)
+        for k in range(lt):
+            m = _mx(h[k], z) + row[k]
+            ej = _mx(h[k + 1] - (a_go + tio[k + 1]), e[k + 1] - (a_ge + tie[k + 1]))
+            e[k + 1] = ej
+            t[k + 1] = _mx(m, ej)
+        e[0] = e0
+        r_go = qdo[i]
+        r_ge = qde[i]
+        h[0] = t[0]
+        d = NEG
+        tprev = t[0]
+        rb = t[0]
+        for k in range(lt):
+            d = _mx(tprev - (tdo[k] + r_go), d - (tde[k] + r_ge))
+            tj = t[k + 1]
+            hk = _mx(tj, d)
+            h[k + 1] = hk
+            rb = _mx(rb, hk)
+            tprev = tj
+        if local:
+            best = _mx(best, rb)
+        else:
+            best = _row_end(best, h, i, lq, mode)
+    return best

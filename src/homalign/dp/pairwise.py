@@ -7,7 +7,13 @@ import math
 import numpy as np
 
 from homalign.dp.gaps import GapCosts
-from homalign.dp.kernels import gotoh, score_constant, score_integral, traceback
+from homalign.dp.kernels import (
+    gotoh,
+    score_constant,
+    score_general,
+    score_integral,
+    traceback,
+)
 from homalign.dp.modes import mode_code
 from homalign.dp.result import DPResult, from_ops
 
@@ -72,13 +78,16 @@ def align(S: np.ndarray, gaps: GapCosts, mode: str = "local") -> DPResult:
 def align_score(S: np.ndarray, gaps: GapCosts, mode: str = "local") -> float:
     """Optimal score only (linear memory); equal, bit for bit, to ``align(...).score``.
 
-    Kernel choice: position-independent costs with ``go >= ge >= 0`` use a specialised kernel,
-    and if moreover all scores and costs are small integers, an exact integer-valued one.
+    Kernel choice: non-negative gap vectors use a two-row kernel; position-independent costs
+    with ``go >= ge >= 0`` a specialised one, and if moreover all scores and costs are small
+    integers, an exact integer-valued one; anything else the general three-state kernel.
     """
     code = mode_code(mode)
     arr, hi, lo = validate_scores(S, gaps)
     const = gaps.constant_costs()
     if const is None:
+        if gaps.nonnegative:
+            return float(score_general(arr, *gaps.kernel_vectors(), code))
         return float(gotoh(arr, *gaps.kernel_vectors(), code, _NO_TRACE)[0])
     c32 = tuple(np.float32(c) for c in const)
     if integral_bound_ok(arr.shape[0], arr.shape[1], hi, lo, const):
