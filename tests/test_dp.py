@@ -69,6 +69,22 @@ def test_optimum_equals_brute_force(mode, seed, integer):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_negative_costs_match_brute_force(mode, seed):
+    """Gap vectors with negative entries (bonuses) take the general 3-state kernel."""
+    S, vecs, _ = random_problem(seed)
+    rng = np.random.default_rng(seed + 1)
+    vecs = {k: (v - rng.uniform(0.0, 0.6, v.shape)).astype(np.float32) for k, v in vecs.items()}
+    gaps = GapCosts(**vecs)
+    assert not gaps.nonnegative
+    res = align(S, gaps, mode=mode)
+    assert res.score == pytest.approx(brute_best(S, vecs, mode), rel=1e-5, abs=1e-4)
+    check_path(res, S, vecs, mode)
+    assert align_score(S, gaps, mode=mode) == res.score
+
+
+@pytest.mark.parametrize("mode", MODES)
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), open_=st.sampled_from([0.0, 0.5, 3.0, 11.0]),
        extend=st.sampled_from([0.0, 0.25, 1.0, 2.0]), integer=st.booleans())
@@ -153,9 +169,11 @@ def test_bad_input_raises():
 def test_forbidden_pairs_with_minus_inf():
     S = np.full((3, 3), 2.0, np.float32)
     S[1, 1] = -np.inf
-    res = align(S, GapCosts.uniform(3, 3, open=0.0, extend=0.5), "global")
-    assert [1, 1] not in res.pairs.tolist()
-    assert np.isfinite(res.score)
+    gaps = GapCosts.uniform(3, 3, open=0.0, extend=0.5)
+    for mode in MODES:
+        res = align(S, gaps, mode)
+        assert [1, 1] not in res.pairs.tolist()
+        assert np.isfinite(res.score) and align_score(S, gaps, mode) == res.score
 
 
 # ----------------------------------------------------------------- independent implementations

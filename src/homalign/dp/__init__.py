@@ -15,14 +15,23 @@ Conventions:
 * Modes (:mod:`homalign.dp.modes`): ``local``, ``global``, ``glocal``, ``semiglobal``. In local
   mode the empty alignment scores 0 and non-empty alignments begin and end with a pair.
 * Arithmetic: float32, accumulated in float32 (exact for integer-valued inputs).
-  ``align_score`` and ``align(...).score`` are bit-identical.
+  ``align_score`` and ``align(...).score`` are bit-identical whatever kernel runs.
+* Kernels (:mod:`homalign.dp.kernels`, numba): ``align`` runs the general three-state kernel
+  with a uint8 direction matrix (bits 0-1: predecessor of M, 2-3: of I, 4-5: of D).
+  ``align_score`` (linear memory) picks: constant integer costs and integer-valued S (|partial
+  scores| < 2**24) -> ``score_integral`` (the D recurrence as a running maximum); other constant
+  costs with go >= ge >= 0 -> ``score_constant`` (row pairs); position-specific non-negative
+  costs -> ``score_general`` (two rows); anything else (negative costs) -> the three-state kernel.
+  ``align_batch`` runs the same kernels in a ``prange`` over pairs.
+* Scores may contain -inf (a pair that may not be aligned); NaN and +inf are rejected.
 * Tie-breaking (deterministic): at every cell the predecessor is chosen in the order begin (start
   the alignment here), M, I, D; the end cell is the first best one in row-major order, states in
   the order begin, M, I, D. In local mode a prefix scoring <= 0 is dropped and the empty
   alignment wins a tie at 0.
 * I-D adjacency is allowed (a gap in one sequence may directly follow one in the other).
 
-Posteriors and maximum-accuracy decoding are in :mod:`homalign.dp.posterior`.
+Posteriors (forward-backward over the same model and alignments), the log partition function and
+maximum-accuracy (MAC) decoding are in :mod:`homalign.dp.posterior`.
 """
 
 from homalign.dp.batch import align_batch
