@@ -99,6 +99,7 @@ def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):
     assert not (tmp_path / "db").exists()
 
 
+@pytest.mark.slow
 def test_search_iterations_runs_the_iterative_profile_search(homstrad_fasta, tmp_path):
     fasta, family = homstrad_fasta
     q = next(iter(family))

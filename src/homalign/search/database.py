@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from homalign.alphabet import N_CODES, decode
+from homalign.alphabet import ALPHABET, N_CODES
 from homalign.errors import InputError
 from homalign.search.prefilter import KmerIndex, build_kmer_index
 from homalign.sequence import Sequence
@@ -39,6 +39,7 @@ DB_FORMAT = "homalign-seqdb"
 DB_FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 _ARRAYS = ("codes", "offsets", "kmer_start", "kmer_seq", "kmer_pos")
+_LETTERS = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
 
 
 @dataclass
@@ -180,7 +181,8 @@ class SequenceDB:
         return self.codes[self.offsets[i]:self.offsets[i + 1]]
 
     def residues(self, i: int) -> str:
-        return decode(self.codes_of(i))
+        """Sequence ``i`` as an upper-case residue string (vectorised decode)."""
+        return _LETTERS[self.codes_of(i)].tobytes().decode("ascii")
 
     def sequence(self, i: int) -> Sequence:
         """Sequence ``i`` as a :class:`homalign.sequence.Sequence`."""
