@@ -51,12 +51,12 @@ def _aligner(name: str, model):
     if name == "learned-viterbi":
         def run(q, t):
             S, gaps = model.score_pair(q, t)
-            return align(S, gaps, mode=model.cfg.mode).pairs
+            return align(S, gaps, mode=model.cfg.decode_mode).pairs
         return run
 
     def run(q, t):
         S, gaps = model.score_pair(q, t)
-        P = posterior_matrix(S, gaps, mode=model.cfg.mode)
+        P = posterior_matrix(S, gaps, mode=model.cfg.decode_mode)
         return mea_align(P, model.cfg.mea_threshold).pairs
     return run
 

@@ -171,6 +171,26 @@ def test_path_score_matches_enumerated_path(mode: str) -> None:
         assert float(path_score(S, g, 0, p, 4, 4, mode)) == pytest.approx(top, abs=1e-9)
 
 
+def test_semiglobal_path_score_sums_the_two_overhang_paths() -> None:
+    """Semiglobal: between the best path and the log-sum over all paths with the same pairs."""
+    rng = np.random.default_rng(8)
+    S, g = _random_case(rng, 4, 4)
+    for name in ("t_ins_open", "t_ins_ext", "q_del_open", "q_del_ext"):
+        getattr(g, name).zero_()
+    by_pairs: dict[frozenset, list[float]] = {}
+    for score, pairs in _paths(S[0].numpy(), _numpy_gaps(g), "semiglobal"):
+        if pairs:
+            by_pairs.setdefault(pairs, []).append(score)
+    checked = 0
+    for pairs, scores in by_pairs.items():
+        p = np.array(sorted(pairs))
+        got = float(path_score(S, g, 0, p, 4, 4, "semiglobal"))
+        total = float(np.log(np.exp(scores).sum()))
+        assert max(scores) - 1e-9 <= got <= total + 1e-9
+        checked += p[0, 0] > 0 and p[0, 1] > 0
+    assert checked > 0  # cases with overhangs of both sequences were covered
+
+
 def test_soft_dp_matches_exact_dp_engine() -> None:
     import homalign.dp as dp
 

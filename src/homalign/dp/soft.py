@@ -291,6 +291,27 @@ def soft_posteriors(
     return logz.detach(), P
 
 
+def _run_costs(g: SoftGaps, b: int, q_gap: np.ndarray, j_of_i: np.ndarray, t_gap: np.ndarray,
+               i_of_j: np.ndarray) -> Tensor:
+    """Total cost of the I runs (query residues ``q_gap``, each after ``j_of_i`` target residues)
+    and D runs (target residues ``t_gap``, each after ``i_of_j`` query residues); a run opens at
+    every gapped residue whose predecessor is not gapped."""
+    q_open = q_gap & ~np.concatenate([[False], q_gap[:-1]])
+    t_open = t_gap & ~np.concatenate([[False], t_gap[:-1]])
+    qi = torch.as_tensor(np.flatnonzero(q_gap))
+    qo = torch.as_tensor(np.flatnonzero(q_open))
+    ti = torch.as_tensor(np.flatnonzero(t_gap))
+    to = torch.as_tensor(np.flatnonzero(t_open))
+    jq = torch.as_tensor(np.ascontiguousarray(j_of_i))
+    it = torch.as_tensor(np.ascontiguousarray(i_of_j))
+    return (
+        g.q_ins_ext[b, qi].sum() + g.t_ins_ext[b, jq[qi]].sum()
+        + g.q_ins_open[b, qo].sum() + g.t_ins_open[b, jq[qo]].sum()
+        + g.t_del_ext[b, ti].sum() + g.q_del_ext[b, it[ti]].sum()
+        + g.t_del_open[b, to].sum() + g.q_del_open[b, it[to]].sum()
+    )
+
+
 def path_score(
     S: Tensor,
     gaps: SoftGaps,
@@ -300,55 +321,57 @@ def path_score(
     lt: int,
     mode: str = "global",
 ) -> Tensor:
-    """Score of one alignment (given as its aligned pairs) under the same model as ``soft_align``.
+    """Log-weight of one alignment (given as its aligned pairs) under the model of ``soft_align``.
 
     Between two consecutive pairs the query residues against gaps (I run) come first, then the
-    target residues (D run); in ``global`` mode the end overhangs are charged, in ``local`` mode
-    only the gaps between the first and the last pair count. Batch element ``index`` of ``S`` and
-    ``gaps`` is used; ``pairs`` is an int (k >= 1, 2) array, strictly increasing in both columns.
+    target residues (D run) (with the learned model's costs, which use only ``q_ins_*`` and
+    ``t_del_*``, the other order scores the same). End overhangs: charged in ``global`` mode,
+    free in ``local`` mode; in ``semiglobal`` mode an overhang is free when the other sequence has
+    none at that end, otherwise the two paths that charge one overhang whole (the query's as an I
+    run, or the target's as a D run) are summed by log-sum-exp: between the best path with these
+    pairs and the CRF marginal over all of them (tested). Batch element
+    ``index`` of ``S`` and ``gaps`` is used; ``pairs`` is an int (k >= 1, 2) array, strictly
+    increasing in both columns.
     """
-    if mode not in ("global", "local"):
-        raise ValueError(f"path_score supports modes 'global' and 'local', not {mode!r}")
+    if mode not in ("global", "local", "semiglobal"):
+        raise ValueError(f"path_score supports global, local and semiglobal, not {mode!r}")
     p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if len(p) == 0:
         raise ValueError("path_score needs at least one aligned pair")
     g = gaps
-    pi = torch.as_tensor(p[:, 0])
-    pj = torch.as_tensor(p[:, 1])
-    score = S[index, pi, pj].sum()
+    score = S[index, torch.as_tensor(p[:, 0]), torch.as_tensor(p[:, 1])].sum()
 
     # Query residue i unaligned: its I run lies after j = (previous pair's target index + 1).
     q_matched = np.zeros(lq, dtype=bool)
     q_matched[p[:, 0]] = True
     prev_j = np.full(lq, -1, dtype=np.int64)
     prev_j[p[:, 0]] = p[:, 1]
-    prev_j = np.maximum.accumulate(prev_j)  # target index of the last pair at or before i
-    j_of_i = prev_j + 1
+    j_of_i = np.maximum.accumulate(prev_j) + 1
     # Target residue j unaligned: its D run comes after the I run, i.e. after i = next pair's
     # query index (Lq after the last pair).
     t_matched = np.zeros(lt, dtype=bool)
     t_matched[p[:, 1]] = True
     next_i = np.full(lt + 1, lq, dtype=np.int64)
     next_i[p[:, 1]] = p[:, 0]
-    next_i = np.minimum.accumulate(next_i[::-1])[::-1][:lt].copy()
+    i_of_j = np.minimum.accumulate(next_i[::-1])[::-1][:lt].copy()
     q_gap = ~q_matched
     t_gap = ~t_matched
+    if mode == "global":
+        return score - _run_costs(g, index, q_gap, j_of_i, t_gap, i_of_j)
+    qr, tr = np.arange(lq), np.arange(lt)
+    (i0, j0), (i1, j1) = p[0], p[-1]
+    inner = score - _run_costs(g, index, q_gap & (qr > i0) & (qr < i1), j_of_i,
+                               t_gap & (tr > j0) & (tr < j1), i_of_j)
     if mode == "local":
-        q_gap &= (np.arange(lq) > p[0, 0]) & (np.arange(lq) < p[-1, 0])
-        t_gap &= (np.arange(lt) > p[0, 1]) & (np.arange(lt) < p[-1, 1])
-    q_open = q_gap & ~np.concatenate([[False], q_gap[:-1]])
-    t_open = t_gap & ~np.concatenate([[False], t_gap[:-1]])
-
-    qi = torch.as_tensor(np.flatnonzero(q_gap))
-    qo = torch.as_tensor(np.flatnonzero(q_open))
-    ti = torch.as_tensor(np.flatnonzero(t_gap))
-    to = torch.as_tensor(np.flatnonzero(t_open))
-    jq = torch.as_tensor(j_of_i)
-    it = torch.as_tensor(next_i)
-    cost = (
-        g.q_ins_ext[index, qi].sum() + g.t_ins_ext[index, jq[qi]].sum()
-        + g.q_ins_open[index, qo].sum() + g.t_ins_open[index, jq[qo]].sum()
-        + g.t_del_ext[index, ti].sum() + g.q_del_ext[index, it[ti]].sum()
-        + g.t_del_open[index, to].sum() + g.q_del_open[index, it[to]].sum()
-    )
-    return score - cost
+        return inner
+    none_q, none_t = np.zeros(lq, dtype=bool), np.zeros(lt, dtype=bool)
+    ends = []
+    for q_end, t_end, j_at, i_at in (
+        (qr < i0, tr < j0, j0, i0),            # leading overhangs: start at (0, j0) or (i0, 0)
+        (qr > i1, tr > j1, j1 + 1, i1 + 1),    # trailing: end at (Lq, j1 + 1) or (i1 + 1, Lt)
+    ):
+        if q_end.any() and t_end.any():
+            as_i = -_run_costs(g, index, q_end, np.full(lq, j_at), none_t, i_of_j)
+            as_d = -_run_costs(g, index, none_q, j_of_i, t_end, np.full(lt, i_at))
+            ends.append(torch.logsumexp(torch.stack([as_i, as_d]), dim=0))
+    return inner + sum(ends) if ends else inner

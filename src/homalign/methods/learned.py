@@ -5,8 +5,8 @@ per-residue affine gap costs; alignment then uses the exact DP engine's forward-
 of the same path model the network was trained on, decoded by maximum expected accuracy (pairs
 whose posterior beats ``threshold``). Sequences only; works offline (weights ship in the package).
 Options: ``threshold`` (MEA threshold, default from the bundled config), ``decode`` ("mea" or
-"viterbi": the exact best path of the learned scores), ``mode`` (the path model, default the
-trained one). Other options (``matrix``, ``gap_open``...) are accepted and ignored.
+"viterbi": the exact best path of the learned scores), ``mode`` (the path model of the posteriors,
+default the config's ``decode_mode``). Other options (``matrix``, ``gap_open``...) are accepted and ignored.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
 
     model, meta = _model()
     cfg = model.cfg
-    mode = mode or cfg.mode
+    mode = mode or cfg.decode_mode
     S, gaps = model.score_pair(query.codes, target.codes)
     extra: dict[str, Any] = {}
     if decode == "mea":

@@ -15,7 +15,9 @@ class AlignerConfig:
 
     The scorer starts exactly at BLOSUM62 with BLAST's 11/1 affine gaps, scaled to nats; every
     learned correction is initialised at zero (a strong prior: the untrained model *is* the
-    classical CRF).
+    classical CRF). ``mode`` is the path model of the training likelihood; ``decode_mode`` the one
+    whose posteriors are decoded at inference (semiglobal: free end gaps, chosen on held-out train
+    pairs, see docs/learned.md).
     """
 
     dim: int = 32
@@ -26,6 +28,7 @@ class AlignerConfig:
     gap_open: float = 11.0
     gap_extend: float = 1.0
     mode: str = "global"
+    decode_mode: str = "semiglobal"
     mea_threshold: float = 0.3
     aux_ss: bool = True
 

@@ -80,8 +80,13 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
         with torch.no_grad():
             S, gaps, _, _ = model(batch.q, batch.t)
         S = S.detach().requires_grad_(True)
+        P = None
+        if model.cfg.decode_mode != model.cfg.mode:
+            lz = crf_log_partition_batch(S, gaps, batch.lq, batch.lt, model.cfg.decode_mode)
+            (P,) = torch.autograd.grad(lz.sum(), S)
         logz = crf_log_partition_batch(S, gaps, batch.lq, batch.lt, model.cfg.mode)
-        (P,) = torch.autograd.grad(logz.sum(), S)
+        if P is None:
+            (P,) = torch.autograd.grad(logz.sum(), S)
         with torch.no_grad():
             for b, ref in enumerate(batch.pairs):
                 lq, lt = int(batch.lq[b]), int(batch.lt[b])
@@ -99,6 +104,27 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
             "val_pairs": len(f1s)}
 
 
+def tune_decoding(model: AlignerModel, pairs: list[TrainPair], modes: tuple[str, ...],
+                  thresholds: tuple[float, ...]) -> dict[str, dict[str, float]]:
+    """Mean F1 (all, twilight) on whole held-out pairs for each posterior mode and MEA threshold."""
+    from homalign.model.decode import posterior_matrix
+
+    model.eval()
+    out: dict[str, dict[str, float]] = {}
+    tw = np.array([p.identity < 0.3 for p in pairs])
+    for mode in modes:
+        f1 = np.zeros((len(thresholds), len(pairs)))
+        for k, p in enumerate(pairs):
+            S, gaps = model.score_pair(p.q, p.t)
+            P = posterior_matrix(S, gaps, mode)
+            for a, th in enumerate(thresholds):
+                f1[a, k] = pair_f1(mea_align(P, th).pairs, p.pairs)
+        for a, th in enumerate(thresholds):
+            out[f"{mode}@{th}"] = {"f1": float(f1[a].mean()),
+                                   "f1_twilight": float(f1[a, tw].mean())}
+    return out
+
+
 def _atomic_torch_save(obj: dict, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     torch.save(obj, tmp)
@@ -107,7 +133,10 @@ def _atomic_torch_save(obj: dict, path: Path) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--out", type=Path, help="run directory (log, checkpoint, best model)")
+    ap.add_argument("--tune", default=None, metavar="STEM",
+                    help="instead of training: F1 of held-out train pairs for each posterior mode "
+                         "and MEA threshold with the model STEM (.safetensors/.json)")
     ap.add_argument("--homstrad", type=Path, default=DATA / "homstrad" / "train")
     ap.add_argument("--tmalign", type=Path, default=DATA / "scope" / "tmalign-pairs.train.tsv")
     ap.add_argument("--no-tmalign", action="store_true")
@@ -117,6 +146,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-cells", type=int, default=400_000)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--weight-decay", type=float, default=0.05)
+    ap.add_argument("--cosine", action="store_true",
+                    help="cosine learning-rate decay from --lr to 0 over --steps")
     ap.add_argument("--aux-weight", type=float, default=0.2)
     ap.add_argument("--eval-every", type=int, default=150)
     ap.add_argument("--val-pairs", type=int, default=160)
@@ -132,7 +163,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.tune:
+        from homalign.model.weights import load_model
+
+        data = load_homstrad(args.homstrad, args.max_pairs_per_family)
+        if not args.no_tmalign:
+            data += load_tmalign(args.tmalign)
+        _, val = split_by_group(data)
+        val = [val[k] for k in sorted(np.random.default_rng(1).choice(
+            len(val), min(args.val_pairs, len(val)), replace=False))]
+        model, _ = load_model(args.tune)
+        res = tune_decoding(model, val, ("global", "semiglobal", "local"),
+                            (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5))
+        for key, v in res.items():
+            print(key, json.dumps(v))
+        return 0
     torch.manual_seed(args.seed)
+    if args.out is None:
+        raise SystemExit("--out is required for training")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     log = open(out / "log.jsonl", "a")  # noqa: SIM115
@@ -185,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
         for k, batch in enumerate(batches(train, args.window, args.max_cells, rng)):
             if k < state["in_epoch"]:
                 continue
+            if args.cosine:
+                for group in opt.param_groups:
+                    group["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * state["step"] / args.steps))
             loss, parts = batch_loss(model, batch, args.aux_weight, args.dp)
             opt.zero_grad()
             loss.backward()
