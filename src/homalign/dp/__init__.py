@@ -17,7 +17,8 @@ Conventions:
 * Arithmetic: float32, accumulated in float32 (exact for integer-valued inputs).
   ``align_score`` and ``align(...).score`` are bit-identical whatever kernel runs.
 * Kernels (:mod:`homalign.dp.kernels`, numba): ``align`` runs the general three-state kernel
-  with a uint8 direction matrix (bits 0-1: predecessor of M, 2-3: of I, 4-5: of D).
+  (row passes, all but the D recurrence vectorisable) with a uint8 code per cell that packs the
+  traceback pointers of the three states (see the kernels module).
   ``align_score`` (linear memory) picks: constant integer costs and integer-valued S (|partial
   scores| < 2**24) -> ``score_integral`` (the D recurrence as a running maximum); other constant
   costs with go >= ge >= 0 -> ``score_constant`` (row pairs); position-specific non-negative

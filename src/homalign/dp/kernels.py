@@ -15,8 +15,13 @@ alignments begin with a pair). Traceback ties prefer, in this order: B (start he
 the end cell is the first best cell in row-major order (states compared B, M, I, D; in local
 mode only M cells count and the empty alignment wins ties at 0).
 
-Direction byte per cell: bits 0-1 the predecessor of M, bits 2-3 of I, bits 4-5 of D
-(0 = B, 1 = M, 2 = I, 3 = D).
+Traceback code per cell (uint8): bits 0-1 the first argmax of (BM, M, I, D) - the predecessor
+of an M in the next diagonal cell; bits 2-3 the first argmax of (BG, M, D) - where an I run
+below opens from; bits 4-5 the first argmax of (BG, M, I) - where a D run to the right opens
+from; bit 6 set if I extends, bit 7 if D extends (0 = B, 1 = M, 2 = I, 3 = D). A tie between
+extending I and opening from the state of bits 2-3 goes to the earlier of the two in the order
+B, M, I, D (ties among the open sources are decided on their values before the shared open cost
+is subtracted).
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
 
 NEG = np.float32(-np.inf)
 ZERO = np.float32(0.0)
+U0 = np.uint8(0)
+U1 = np.uint8(1)
+U2 = np.uint8(2)
+U3 = np.uint8(3)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -60,124 +69,150 @@ def _is_end(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
 
 @njit(cache=True, nogil=True)
 def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN001, ANN201
-    """General-cost Gotoh; fills ``dirs`` (uint8 (Lq+1, Lt+1)) if it has that shape.
+    """General-cost Gotoh; fills ``dirs`` (uint8 (Lq+1, Lt+1), the cell codes described in the
+    module docstring) if it has that shape, else computes the score only.
 
+    Values are kept as running rows of M, I, D and the three maxima H = max(BM, M, I, D),
+    G = max(BG, M, D), T = max(BG, M, I) (each with its first argmax); every row is done in
+    short vectorisable passes except the D recurrence. Valid for any finite costs.
     Returns ``(score, end_i, end_j, end_state)`` with end_state 0 = B (empty path), 1..3 = M/I/D.
     """
     lq, lt = S.shape
-    trace = dirs.shape[0] == lq + 1 and dirs.shape[1] == lt + 1
     local = mode == LOCAL
-    mp = np.empty(lt + 1, np.float32)
-    ip = np.empty(lt + 1, np.float32)
-    dp = np.empty(lt + 1, np.float32)
-    bp = np.empty(lt + 1, np.float32)
-    mc = np.empty(lt + 1, np.float32)
-    ic = np.empty(lt + 1, np.float32)
-    dc = np.empty(lt + 1, np.float32)
-    bc = np.empty(lt + 1, np.float32)
+    z = ZERO if local else NEG
+    h = np.empty(lt + 1, np.float32)  # max(BM, M, I, D), previous row then current
+    g = np.empty(lt + 1, np.float32)  # max(BG, M, D)
+    e = np.empty(lt + 1, np.float32)  # I
+    m = np.empty(lt + 1, np.float32)
+    t = np.empty(lt + 1, np.float32)  # max(BG, M, I)
+    d = np.empty(lt + 1, np.float32)
+    ie = np.zeros(lt + 1, np.uint8)
+    de = np.zeros(lt + 1, np.uint8)
+    ts = np.zeros(lt + 1, np.uint8)
+    gs = np.zeros(lt + 1, np.uint8)
+    hs = np.zeros(lt + 1, np.uint8)
+    code = np.zeros(lt + 1, np.uint8)
+    prev = np.zeros(lt + 1, np.uint8)
     best = ZERO if local else NEG
     bi, bj, bs = 0, 0, 0 if local else -1
-
-    # row 0: only B and D
+    # row 0: B and D only
+    dv = NEG
     for j in range(lt + 1):
-        bp[j] = _begin(mode, 0, j)
-        mp[j] = NEG
-        ip[j] = NEG
-    dp[0] = NEG
-    if trace:
-        dirs[0, 0] = 0
-    for j in range(1, lt + 1):
-        go = tdo[j - 1] + qdo[0]
-        ge = tde[j - 1] + qde[0]
-        v = bp[j - 1] - go
-        src = 0
-        w = dp[j - 1] - ge
-        if w > v:
-            v = w
-            src = 3
-        dp[j] = v
-        if trace:
-            dirs[0, j] = src << 4
+        b = _begin(mode, 0, j)
+        if j > 0:
+            xo = t[j - 1] - (tdo[j - 1] + qdo[0])
+            xe = dv - (tde[j - 1] + qde[0])
+            c = xe > xo
+            dv = xe if c else xo
+            de[j] = U1 if c else U0
+        d[j] = dv
+        m[j] = NEG
+        e[j] = NEG
+        t[j] = b
+        bm = ZERO if local else b
+        # g = max(BG, D), h = max(BM, D); ties prefer B
+        cg = dv > b
+        g[j] = dv if cg else b
+        ch = dv > bm
+        h[j] = dv if ch else bm
+        prev[j] = (U3 if ch else U0) | ((U3 if cg else U0) << 2) | (de[j] << 7)
+    if dirs.shape[0] == lq + 1:
+        dirs[0, :] = prev
     if mode == SEMIGLOBAL:
-        # cell (0, lt) is an end cell of the overlap mode (states B and D only)
-        if bp[lt] > best:
-            best, bi, bj, bs = bp[lt], 0, lt, 0
-        if dp[lt] > best:
-            best, bi, bj, bs = dp[lt], 0, lt, 3
-
+        b = _begin(mode, 0, lt)
+        if b > best:
+            best, bi, bj, bs = b, 0, lt, 0
+        if d[lt] > best:
+            best, bi, bj, bs = d[lt], 0, lt, 3
     for i in range(1, lq + 1):
+        row = S[i - 1]
         a_go = qio[i - 1]
         a_ge = qie[i - 1]
         r_go = qdo[i]
         r_ge = qde[i]
-        # column 0: B and I only
-        bc[0] = _begin(mode, i, 0)
-        mc[0] = NEG
-        dc[0] = NEG
-        go = a_go + tio[0]
-        ge = a_ge + tie[0]
-        v = bp[0] - go
-        isrc = 0
-        w = mp[0] - go
-        if w > v:
-            v, isrc = w, 1
-        w = ip[0] - ge
-        if w > v:
-            v, isrc = w, 2
-        w = dp[0] - go
-        if w > v:
-            v, isrc = w, 3
-        ic[0] = v
-        if trace:
-            dirs[i, 0] = isrc << 2
-        for j in range(1, lt + 1):
-            bc[j] = NEG
-            # M from (i-1, j-1)
-            v = ZERO if local else bp[j - 1]
-            msrc = 0
-            if mp[j - 1] > v:
-                v, msrc = mp[j - 1], 1
-            if ip[j - 1] > v:
-                v, msrc = ip[j - 1], 2
-            if dp[j - 1] > v:
-                v, msrc = dp[j - 1], 3
-            m = v + S[i - 1, j - 1]
-            mc[j] = m
-            # I from (i-1, j)
-            go = a_go + tio[j]
-            ge = a_ge + tie[j]
-            v = bp[j] - go
-            isrc = 0
-            w = mp[j] - go
-            if w > v:
-                v, isrc = w, 1
-            w = ip[j] - ge
-            if w > v:
-                v, isrc = w, 2
-            w = dp[j] - go
-            if w > v:
-                v, isrc = w, 3
-            ic[j] = v
-            # D from (i, j-1)
-            go = tdo[j - 1] + r_go
-            ge = tde[j - 1] + r_ge
-            v = bc[j - 1] - go
-            dsrc = 0
-            w = mc[j - 1] - go
-            if w > v:
-                v, dsrc = w, 1
-            w = ic[j - 1] - go
-            if w > v:
-                v, dsrc = w, 2
-            w = dc[j - 1] - ge
-            if w > v:
-                v, dsrc = w, 3
-            dc[j] = v
-            if trace:
-                dirs[i, j] = msrc | (isrc << 2) | (dsrc << 4)
-            if local and m > best:
-                best, bi, bj, bs = m, i, j, 1
-        if not local:
+        b0 = _begin(mode, i, 0)
+        # pass 1a: M (h is the previous row here)
+        for k in range(lt):
+            m[k + 1] = h[k] + row[k]
+        # pass 1b: I, from g (previous row) or extending e; a tie goes to the open unless the
+        # open's state is D (order B, M, I, D)
+        for k in range(lt + 1):
+            xo = g[k] - (a_go + tio[k])
+            xe = e[k] - (a_ge + tie[k])
+            c = (xe > xo) | ((xe == xo) & ((prev[k] >> 2) & U3 == U3))
+            e[k] = xe if c else xo
+            ie[k] = U1 if c else U0
+        # pass 1c: t = max(BG, M, I) (BG only in column 0)
+        m[0] = NEG
+        for k in range(lt + 1):
+            mk = m[k]
+            ek = e[k]
+            c = ek > mk
+            t[k] = ek if c else mk
+            ts[k] = U2 if c else U1
+        c = not (t[0] > b0)
+        if c:
+            t[0] = b0
+            ts[0] = U0
+        # pass 2 (sequential): D
+        dv = NEG
+        d[0] = NEG
+        de[0] = U0
+        for k in range(lt):
+            xo = t[k] - (tdo[k] + r_go)
+            xe = dv - (tde[k] + r_ge)
+            c = xe > xo
+            dv = xe if c else xo
+            d[k + 1] = dv
+            de[k + 1] = U1 if c else U0
+        # pass 3: g = max(BG, M, D), h = max(BM, M, I, D) and the cell codes
+        for k in range(lt + 1):
+            mk = m[k]
+            dk = d[k]
+            c = dk > mk
+            g[k] = dk if c else mk
+            gs[k] = U3 if c else U1
+        for k in range(lt + 1):
+            v = z
+            s = U0
+            mk = m[k]
+            c = mk > v
+            v = mk if c else v
+            s = U1 if c else s
+            ek = e[k]
+            c = ek > v
+            v = ek if c else v
+            s = U2 if c else s
+            dk = d[k]
+            c = dk > v
+            v = dk if c else v
+            s = U3 if c else s
+            h[k] = v
+            hs[k] = s
+        # column 0 with its begin state
+        if not (g[0] > b0):
+            g[0] = b0
+            gs[0] = U0
+        bm0 = ZERO if local else b0
+        if not (h[0] > bm0):
+            h[0] = bm0
+            hs[0] = U0
+        for k in range(lt + 1):
+            code[k] = hs[k] | (gs[k] << 2) | (ts[k] << 4) | (ie[k] << 6) | (de[k] << 7)
+        if dirs.shape[0] == lq + 1:
+            dirs[i, :] = code
+        prev, code = code, prev
+        # end cells
+        if local:
+            rmax = NEG
+            for k in range(1, lt + 1):
+                rmax = _mx(rmax, m[k])
+            if rmax > best:
+                for k in range(1, lt + 1):
+                    if m[k] == rmax:
+                        best, bi, bj, bs = rmax, i, k, 1
+                        break
+        else:
             if mode == SEMIGLOBAL and i < lq:
                 lo = lt
             elif i == lq:
@@ -187,44 +222,40 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
             for j in range(lo, lt + 1):
                 if not _is_end(mode, i, j, lq, lt):
                     continue
-                if bc[j] > best:
-                    best, bi, bj, bs = bc[j], i, j, 0
-                if mc[j] > best:
-                    best, bi, bj, bs = mc[j], i, j, 1
-                if ic[j] > best:
-                    best, bi, bj, bs = ic[j], i, j, 2
-                if dc[j] > best:
-                    best, bi, bj, bs = dc[j], i, j, 3
-        mp, mc = mc, mp
-        ip, ic = ic, ip
-        dp, dc = dc, dp
-        bp, bc = bc, bp
+                b = b0 if j == 0 else NEG
+                if b > best:
+                    best, bi, bj, bs = b, i, j, 0
+                if m[j] > best:
+                    best, bi, bj, bs = m[j], i, j, 1
+                if e[j] > best:
+                    best, bi, bj, bs = e[j], i, j, 2
+                if d[j] > best:
+                    best, bi, bj, bs = d[j], i, j, 3
     return best, bi, bj, bs
 
 
 @njit(cache=True, nogil=True)
 def traceback(dirs, end_i, end_j, end_state, ops):  # noqa: ANN001, ANN201
-    """Walk ``dirs`` back from the end cell; write column codes (1 M, 2 I, 3 D) to ``ops`` in
-    forward order. Returns ``(n_ops, start_i, start_j)``."""
+    """Walk the cell codes of :func:`gotoh` back from the end cell; write column codes (1 M,
+    2 I, 3 D) to ``ops`` in forward order. Returns ``(n_ops, start_i, start_j)``."""
     i = end_i
     j = end_j
     state = end_state
     n = 0
     while state != 0:
         code = dirs[i, j]
-        if state == 1:
-            src = code & 3
-            i -= 1
-            j -= 1
-        elif state == 2:
-            src = (code >> 2) & 3
-            i -= 1
-        else:
-            src = (code >> 4) & 3
-            j -= 1
         ops[n] = state
         n += 1
-        state = src
+        if state == 1:
+            i -= 1
+            j -= 1
+            state = dirs[i, j] & 3
+        elif state == 2:
+            i -= 1
+            state = 2 if (code >> 6) & 1 else (dirs[i, j] >> 2) & 3
+        else:
+            j -= 1
+            state = 3 if (code >> 7) & 1 else (dirs[i, j] >> 4) & 3
     for k in range(n // 2):
         ops[k], ops[n - 1 - k] = ops[n - 1 - k], ops[k]
     return n, i, j
