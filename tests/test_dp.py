@@ -13,7 +13,14 @@ from homalign.dp import GapCosts, align, align_batch, align_score
 from homalign.dp.kernels import gotoh, score_constant, score_integral
 from homalign.dp.modes import MODES as MODE_CODES
 from homalign.dp.result import ops_from_cigar
-from test_dp_bruteforce import brute_best, is_end_cell, path_score, random_gap_vectors, start_cells
+from test_dp_bruteforce import (
+    brute_best,
+    is_end_cell,
+    path_score,
+    random_gap_vectors,
+    reference_align,
+    start_cells,
+)
 
 MODES = ["local", "global", "glocal", "semiglobal"]
 AA = "ARNDCQEGHILKMFPSTWYV"
@@ -118,6 +125,22 @@ def test_integer_kernel_and_its_fallback(mode):
     S[17, 3] += np.float32(0.5)  # one fractional entry: the integer kernel refuses
     assert not score_integral(S, *c, code)[1]
     assert align_score(S, gaps, mode) == align(S, gaps, mode).score
+
+
+@pytest.mark.parametrize("mode", MODES)
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_tie_breaking_follows_documented_rule(mode, seed):
+    """Integer inputs have many equal-scoring paths; the one returned is the documented one."""
+    rng = np.random.default_rng(seed)
+    lq, lt = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    S = rng.integers(-2, 3, size=(lq, lt)).astype(np.float32)
+    vecs = {k: np.round(v).astype(np.float32) for k, v in random_gap_vectors(rng, lq, lt).items()}
+    score, i0, j0, cols = reference_align(S, vecs, mode)
+    res = align(S, GapCosts(**vecs), mode)
+    assert res.score == score
+    assert (res.q_start, res.t_start) == (i0, j0)
+    assert "".join("?MID"[o] for o in ops_from_cigar(res.cigar)) == cols
 
 
 def test_blast_gap_convention():

@@ -163,3 +163,91 @@ def test_path_score_uniform_blast_convention() -> None:
     assert path_score(S, gaps, 0, 0, "MIM") == -12.0
     assert path_score(S, gaps, 0, 0, "MII") == -13.0
     assert path_score(S, gaps, 0, 0, "IMI") == -24.0
+
+
+def reference_align(S: np.ndarray, gaps: dict[str, np.ndarray], mode: str):
+    """Plain-Python three-state DP with the documented tie rules; returns (score, i0, j0, cols).
+
+    Each state's predecessor is the first best of its candidates in the order B, M, I, D; the
+    end is the first best end cell in row-major order (states B, M, I, D; local: M cells only,
+    the empty alignment winning ties at 0). Meant for integer-valued inputs (no rounding).
+    """
+    lq, lt = S.shape
+    neg = -math.inf
+    g = {k: [float(x) for x in v] for k, v in gaps.items()}
+    starts = set(start_cells(mode, lq, lt)) if mode != "local" else set()
+
+    def b_gap(i: int, j: int) -> float:
+        return 0.0 if (i, j) in starts else neg
+
+    def b_m(i: int, j: int) -> float:
+        return 0.0 if mode == "local" else b_gap(i, j)
+
+    val = {s: [[neg] * (lt + 1) for _ in range(lq + 1)] for s in (M, I, D)}
+    src = {s: [[0] * (lt + 1) for _ in range(lq + 1)] for s in (M, I, D)}
+
+    def first_best(cands: list[float]) -> tuple[float, int]:
+        best, k = cands[0], 0
+        for idx, c in enumerate(cands[1:], start=1):
+            if c > best:
+                best, k = c, idx
+        return best, k
+
+    for i in range(lq + 1):
+        for j in range(lt + 1):
+            if i and j:
+                v, k = first_best([b_m(i - 1, j - 1), val[M][i - 1][j - 1],
+                                   val[I][i - 1][j - 1], val[D][i - 1][j - 1]])
+                val[M][i][j], src[M][i][j] = v + float(S[i - 1, j - 1]), k
+            if i:
+                go = g["q_ins_open"][i - 1] + g["t_ins_open"][j] + g["q_ins_ext"][i - 1] \
+                    + g["t_ins_ext"][j]
+                ge = g["q_ins_ext"][i - 1] + g["t_ins_ext"][j]
+                val[I][i][j], src[I][i][j] = first_best(
+                    [b_gap(i - 1, j) - go, val[M][i - 1][j] - go, val[I][i - 1][j] - ge,
+                     val[D][i - 1][j] - go])
+            if j:
+                go = g["t_del_open"][j - 1] + g["q_del_open"][i] + g["t_del_ext"][j - 1] \
+                    + g["q_del_ext"][i]
+                ge = g["t_del_ext"][j - 1] + g["q_del_ext"][i]
+                val[D][i][j], src[D][i][j] = first_best(
+                    [b_gap(i, j - 1) - go, val[M][i][j - 1] - go, val[I][i][j - 1] - go,
+                     val[D][i][j - 1] - ge])
+    best, end = (0.0, (0, 0, None)) if mode == "local" else (neg, None)
+    for i in range(lq + 1):
+        for j in range(lt + 1):
+            if mode == "local":
+                if i and j and val[M][i][j] > best:
+                    best, end = val[M][i][j], (i, j, M)
+                continue
+            if not is_end_cell(mode, i, j, lq, lt):
+                continue
+            for state, v in ((None, b_gap(i, j)), (M, val[M][i][j]), (I, val[I][i][j]),
+                             (D, val[D][i][j])):
+                if v > best:
+                    best, end = v, (i, j, state)
+    i, j, state = end
+    cols = ""
+    while state is not None:
+        k = src[state][i][j]
+        cols = state + cols
+        if state == M:
+            i, j = i - 1, j - 1
+        elif state == I:
+            i -= 1
+        else:
+            j -= 1
+        state = (None, M, I, D)[k]
+    return best, i, j, cols
+
+
+def test_reference_align_matches_enumeration_optimum() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        lq, lt = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        S = rng.integers(-3, 4, size=(lq, lt)).astype(np.float32)
+        vecs = {k: np.round(v) for k, v in random_gap_vectors(rng, lq, lt).items()}
+        for mode in ("local", "global", "glocal", "semiglobal"):
+            score, i0, j0, cols = reference_align(S, vecs, mode)
+            assert score == brute_best(S, vecs, mode)
+            assert path_score(S, vecs, i0, j0, cols) == score
