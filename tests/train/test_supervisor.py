@@ -43,17 +43,22 @@ def test_recovers_from_newest_checkpoint(tmp_path: Path) -> None:
 
 def test_init_fn_runs_only_without_checkpoint(tmp_path: Path) -> None:
     calls: list[str] = []
+
+    def ready(session: object) -> list[str]:
+        calls.append("ready")
+        return []
+
     toy = make_toy()
     sv = toy.supervisor(tmp_path, init_fn=lambda s: calls.append("init"),
-                        local_init_fn=lambda s: calls.append("local"))
+                        local_init_fn=lambda s: calls.append("local"), ready_fn=ready)
     run_until(sv, toy, 3)
-    assert calls == ["local", "init"]
+    assert calls == ["ready", "local", "init", "ready"]
     calls.clear()
     toy = make_toy()
     sv = toy.supervisor(tmp_path, init_fn=lambda s: calls.append("init"),
-                        local_init_fn=lambda s: calls.append("local"))
+                        local_init_fn=lambda s: calls.append("local"), ready_fn=ready)
     run_until(sv, toy, 4)
-    assert calls == ["local"]
+    assert calls == ["ready", "local", "ready"]
     assert sv.restored_from is not None and sv.restored_from.step == 3
 
 

@@ -303,8 +303,11 @@ class CheckpointStore:
             selected = self._resolve(meta.model_checkpoint_path)
             order.append(selected)
             listed = [self._resolve(p) for p in meta.all_model_checkpoint_paths]
-            idx = next((i for i, c in enumerate(listed) if c.prefix == selected.prefix), len(listed))
-            order += [c for c in reversed(listed[:idx])]
+            idx = next((i for i, c in enumerate(listed) if c.prefix == selected.prefix), None)
+            if idx is None:  # selected by hand outside the list: only older listed ones
+                order += [c for c in reversed(listed) if c.step < selected.step]
+            else:
+                order += list(reversed(listed[:idx]))
             limit = selected.step
         else:
             limit = None

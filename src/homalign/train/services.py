@@ -142,11 +142,6 @@ class LoopingService(Service):
 _END = object()
 
 
-class _Failure:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
-
-
 class BackgroundIterator:
     """Iterate ``iterable`` in a daemon thread, ``depth`` items ahead of the consumer.
 
@@ -162,6 +157,7 @@ class BackgroundIterator:
         self._closed = threading.Event()
         self._coordinator = coordinator
         self._source = iterable
+        self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._produce, name=name, daemon=True)
         self._thread.start()
 
@@ -185,9 +181,9 @@ class BackgroundIterator:
                 if not self._put(item):
                     return
         except BaseException as exc:  # noqa: BLE001 - forwarded to the consumer
+            self._failure = exc  # raised by the consumer once the items before it are used
             if self._coordinator is not None:
                 self._coordinator.request_stop(exc)
-            self._put(_Failure(exc))
             return
         self._put(_END)
 
@@ -200,13 +196,12 @@ class BackgroundIterator:
                 item = self._queue.get(timeout=0.05)
                 break
             except queue.Empty:
-                if self._stopped() or not self._thread.is_alive():
-                    if self._queue.empty():
-                        raise StopIteration from None
+                if self._failure is not None:
+                    raise self._failure from None
+                if (self._stopped() or not self._thread.is_alive()) and self._queue.empty():
+                    raise StopIteration from None
         if item is _END:
             raise StopIteration
-        if isinstance(item, _Failure):
-            raise item.exc
         return item
 
     def close(self) -> None:

@@ -35,13 +35,6 @@ class EventWriter:
         )
         self._closed = False
 
-    @property
-    def path(self) -> Path:
-        """The event file this writer appends to."""
-        return Path(self._writer.file_writer.get_logdir()) / Path(
-            self._writer.file_writer.event_writer._file_name  # type: ignore[attr-defined]
-        ).name
-
     def write(self, step: int, summaries: Mapping[str, SummaryValue], *, flush: bool = True) -> None:
         """Write every value at ``step``: numbers and 0-d tensors as scalars, larger tensors and
         arrays as histograms, strings as text."""
