@@ -11,7 +11,9 @@ atomically into ``out_dir``:
 - ``f1_vs_identity.png`` — mean F1 per reference-identity bin, one line per method.
 
 Parallel runs (``jobs > 1``) use a process pool over (method, pair) tasks and give the same
-scores as ``jobs=1`` (only the timings differ).
+scores as ``jobs=1`` (only the timings differ). The pool starts its workers with ``forkserver``
+(safe next to threads of numba/torch in the caller), so a script that calls this with
+``jobs > 1`` needs the usual ``if __name__ == "__main__":`` guard.
 """
 
 from __future__ import annotations
