@@ -169,3 +169,25 @@ def test_bundled_weights_save_load_round_trip(tmp_path) -> None:
     p1 = mea_align(posterior_matrix(S1, g1, "global"), 0.3).pairs
     p2 = mea_align(posterior_matrix(S2, g2, "global"), 0.3).pairs
     np.testing.assert_array_equal(p1, p2)
+
+
+def test_runtime_task_items_collate_and_give_the_training_loss() -> None:
+    from torch.utils.data import default_collate
+
+    from homalign.model.task import PairDataset, aligner_loss, register
+    from homalign.train.config import get_model_factory
+
+    register()
+    assert get_model_factory("learned-aligner").__name__ == "make_aligner_task"
+    rng = np.random.default_rng(2)
+    data = PairDataset(_toy_pairs(3, rng), window=64)
+    batch = default_collate([data[k] for k in range(3)])
+    assert batch[0].shape == (3, 64) and batch[2].tolist() == [30, 30, 30]
+    torch.manual_seed(0)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0))
+    loss = aligner_loss(model, list(batch), aux_weight=0.0)
+    # the same loss as the simple training loop computes on the same pairs
+    ref, _ = batch_loss(model, next(batches(data.pairs, 64, 10**6, rng, shuffle=False)), 0.0)
+    assert float(loss.detach()) == pytest.approx(float(ref.detach()), rel=1e-5)
+    loss.backward()
+    assert model.scorer.W.grad is not None and model.scorer.W.grad.abs().sum() > 0
