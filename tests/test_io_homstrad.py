@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from homalign.io import pir_to_msa, read_pir, read_tem
+from homalign.paths import shared_data_root
 
-DATA = Path(os.environ.get("HOMALIGN_DATA", "/work/shared/data"))  # shared, read-only
+DATA = shared_data_root()  # shared, read-only
 HOMSTRAD = DATA / "homstrad"
 FAMILIES = sorted(HOMSTRAD.glob("*/*/*.ali"))
-
 
 
 def test_all_homstrad_families_parse_and_match_their_templates() -> None:

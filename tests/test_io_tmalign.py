@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +9,9 @@ import pytest
 
 from homalign.errors import InputError
 from homalign.io import TMALIGN_COLUMNS, cigar_pairs, pir_to_msa, read_pir, read_tmalign_pairs
+from homalign.paths import shared_data_root
 
-DATA = Path(os.environ.get("HOMALIGN_DATA", "/work/shared/data"))  # shared, read-only
+DATA = shared_data_root()  # shared, read-only
 HEADER = "\t".join(TMALIGN_COLUMNS) + "\n"
 
 
