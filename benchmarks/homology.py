@@ -43,7 +43,7 @@ def sensitivity(args) -> None:
     methods = [m for m in args.methods.split(",") if m]
     rows = run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
                          max_hits=args.max_hits, threads=args.threads, limit=args.limit,
-                         progress=True)
+                         progress=True, peer_evalue=args.peer_evalue)
     ref = {r["method"]: r["seconds"] for r in rows}
     print("| method | queries | family | superfamily | fold | seconds | time / blastp "
           "| time / mmseqs |")
@@ -160,6 +160,7 @@ def main() -> None:
     p.add_argument("--max-hits", type=int, default=2000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--evalue", type=float, default=10.0)
+    p.add_argument("--peer-evalue", type=float, default=10.0)
     args = p.parse_args()
     {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory}[args.what](args)
 
