@@ -133,3 +133,74 @@ def test_exporter_keeps_only_improvements(tmp_path: Path) -> None:
     assert BestExporter("loss", "max").best_value(tmp_path) == 1.0
     with pytest.raises(KeyError):
         exporter.maybe_export(tmp_path, {"mae": 1.0}, ckpt, CONFIG)
+
+
+class _FakeClock:
+    """Stands in for ``time`` in the experiment module and for its stop event: waiting advances
+    the clock and lets a 'trainer' write a new checkpoint every ``every`` fake seconds."""
+
+    def __init__(self, exp: Experiment, toy_steps: list[int], every: float) -> None:
+        self.now = 0.0
+        self.exp = exp
+        self.pending = toy_steps
+        self.every = every
+        self.next_ckpt = 0.0
+        self.waits: list[float] = []
+        self.model = ToyRegression(in_features=4, hidden=8)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(float(timeout or 0.0))
+        self.advance(float(timeout or 0.0))
+        return False
+
+    def advance(self, dt: float) -> None:
+        end = self.now + dt
+        while self.pending and self.next_ckpt <= end:
+            step = self.pending.pop(0)
+            with torch.no_grad():
+                self.model.net[0].weight.add_(0.01)
+            tensors = {f"model/{k}": v.clone() for k, v in self.model.state_dict().items()}
+            self.exp.store.save(step, tensors, {"global_step": step})
+            self.next_ckpt += self.every
+        self.now = end
+
+    def is_set(self) -> bool:
+        return False
+
+    def set(self) -> None:
+        pass
+
+
+def test_continuous_eval_respects_the_throttle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                               ) -> None:
+    """Checkpoints every 0.1 (fake) s, throttle 1 s: evaluations start >= 1 s apart, each one
+    evaluates the newest checkpoint, none twice, and the one at train_steps ends the loop."""
+    import homalign.train.experiment as experiment_module
+
+    starts: list[float] = []
+    exp = _experiment(tmp_path, train_steps=300, continuous_eval_throttle_secs=1.0,
+                      eval_delay_secs=0.5)
+    clock = _FakeClock(exp, list(range(10, 310, 10)), every=0.1)
+
+    calls = [0]
+
+    def timed_mae(model: Any, batch: Any) -> Any:
+        if calls[0] % 3 == 0:  # first of the eval_steps=3 batches: an evaluation starts
+            starts.append(clock.now)
+        calls[0] += 1
+        clock.advance(0.01)  # evaluating takes (fake) time too
+        return mae_metric(model, batch)
+
+    exp.eval_metrics = {"mae": timed_mae}
+    exp._stop = clock  # type: ignore[assignment]
+    monkeypatch.setattr(experiment_module, "time", clock)
+    results = exp.continuous_eval()
+    steps = [int(r["global_step"]) for r in results]
+    assert steps[-1] == 300 and steps == sorted(set(steps))
+    assert len(steps) < 30, "checkpoints newer than the last evaluation but not newest are skipped"
+    assert clock.waits[0] == 0.5  # eval_delay_secs
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert gaps and min(gaps) >= 1.0 - 1e-9
