@@ -7,8 +7,9 @@ time per step (the mean includes the steps that paid for a snapshot or a summary
     OMP_WAIT_POLICY=PASSIVE .venv/bin/python benchmarks/bench_train_overhead.py \
         --seconds 40 --rounds 3 --save-model-secs 10 --save-summaries-secs 2
 
-It also reports what one checkpoint and one summary cost, so the overhead at the default
-intervals (600 s / 120 s) can be read off.
+It also reports the share of the training thread's time spent on snapshots and summaries (the
+direct cost, insensitive to other load on the machine) and what one checkpoint and one summary
+cost, so the overhead at the default intervals (600 s / 120 s) can be read off.
 """
 
 from __future__ import annotations
@@ -90,6 +91,17 @@ def run_supervised(args: argparse.Namespace, logdir: str) -> dict[str, Any]:
         return out
 
     sv._write = measured_write  # type: ignore[method-assign]
+    summary_times: list[float] = []
+    real_summary_fn = sv.summary_fn
+    assert real_summary_fn is not None
+
+    def measured_summary_fn(session: Any) -> Any:
+        t = time.perf_counter()
+        out = real_summary_fn(session)
+        summary_times.append(time.perf_counter() - t)
+        return out
+
+    sv.summary_fn = measured_summary_fn
     with sv.managed_session() as session:
         def body(batch: Any) -> None:
             with session.step():
@@ -100,7 +112,10 @@ def run_supervised(args: argparse.Namespace, logdir: str) -> dict[str, Any]:
     n_summaries = sum(
         1 for t in sv.services if t.name == "summaries" for _ in range(getattr(t, "calls", 0))
     )
-    return {"times": times, "snapshots": snap_times[:-1] or snap_times,
+    blocked = sum(snap_times[:-1]) + sum(summary_times)  # the final snapshot is after the loop
+    return {"times": times, "blocked_pct": 100 * blocked / sum(times),
+            "summary_ms": 1e3 * statistics.fmean(summary_times) if summary_times else 0.0,
+            "snapshots": snap_times[:-1] or snap_times,
             "writes": write_times[:-1] or write_times, "summaries": n_summaries,
             "checkpoints_during_run": max(0, len(sv.saved_steps) - 1)}
 
@@ -126,6 +141,8 @@ def main() -> None:
     snaps: list[float] = []
     writes: list[float] = []
     per_round = []
+    blocked_pcts: list[float] = []
+    summary_ms: list[float] = []
     run_plain(argparse.Namespace(**{**vars(args), "seconds": 3.0}))  # warm-up
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -142,11 +159,15 @@ def main() -> None:
             writes += res["supervised"]["writes"]
             pm = statistics.fmean(res["plain"]["times"])
             sm = statistics.fmean(res["supervised"]["times"])
+            blocked_pcts.append(res["supervised"]["blocked_pct"])
+            summary_ms.append(res["supervised"]["summary_ms"])
             per_round.append({"plain_ms": pm * 1e3, "supervised_ms": sm * 1e3,
                               "overhead_pct": 100 * (sm / pm - 1),
+                              "training_thread_blocked_pct": res["supervised"]["blocked_pct"],
                               "checkpoints": res["supervised"]["checkpoints_during_run"]})
             print(f"round {r}: plain {pm * 1e3:.2f} ms/step, supervised {sm * 1e3:.2f} ms/step "
-                  f"({100 * (sm / pm - 1):+.2f}%), "
+                  f"({100 * (sm / pm - 1):+.2f}%; training thread blocked "
+                  f"{res['supervised']['blocked_pct']:.2f}%), "
                   f"{res['supervised']['checkpoints_during_run']} checkpoints", flush=True)
     pm, sm = statistics.fmean(plain), statistics.fmean(sup)
     snap_ms = 1e3 * statistics.fmean(snaps) if snaps else float("nan")
@@ -161,6 +182,8 @@ def main() -> None:
         "supervised_median_ms": 1e3 * statistics.median(sup),
         "overhead_pct": 100 * (sm / pm - 1),
         "rounds": per_round,
+        "training_thread_blocked_pct": statistics.fmean(blocked_pcts),
+        "summary_fn_ms_mean": statistics.fmean(summary_ms),
         "snapshot_ms_mean": snap_ms,
         "background_write_s_mean": write_s,
         "settings": vars(args),
