@@ -19,6 +19,16 @@ class Boom(RuntimeError):
     pass
 
 
+def _calls(sv: object, name: str) -> int:
+    return sum(getattr(t, "calls", 0) for t in sv.services if t.name == name)  # type: ignore[attr-defined]
+
+
+def _wait_for(condition: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.005)
+
+
 def _equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
@@ -105,6 +115,15 @@ def test_service_exception_stops_training_within_one_step(tmp_path: Path) -> Non
             raise Boom("service failed")
 
     sv.loop(0.01, failing_service)
+    stopped_at: list[int] = []
+    real_request_stop = sv.coord.request_stop
+
+    def request_stop(exception: BaseException | None = None) -> None:
+        real_request_stop(exception)
+        if exception is not None:
+            stopped_at.append(sv.global_step)  # read after the stop condition is set
+
+    sv.coord.request_stop = request_stop  # type: ignore[method-assign]
 
     def slow(step: int) -> None:
         time.sleep(0.003)
@@ -112,7 +131,8 @@ def test_service_exception_stops_training_within_one_step(tmp_path: Path) -> Non
     with pytest.raises(Boom, match="service failed"):
         run_until(sv, toy, 10_000, on_step=slow)
     final = sv.global_step
-    assert raised_at and final - raised_at[0] <= 1
+    assert raised_at and raised_at[0] >= 20 and stopped_at
+    assert final - stopped_at[0] <= 1, "the loop ran more than one step after the stop"
     assert not any(t.is_alive() for t in sv.services), "a service outlived the session"
     assert {t.name for t in sv.services} >= {"checkpoint", "summaries", "step-counter"}
     assert CheckpointStore(tmp_path).load_latest().info.step == final  # type: ignore[union-attr]
@@ -147,9 +167,11 @@ def test_time_based_checkpoints_and_summaries(tmp_path: Path) -> None:
 
     def slow(step: int) -> None:
         time.sleep(0.004)
+        if step == 50:  # make sure a timer checkpoint and a summary happened before the end
+            _wait_for(lambda: len(sv.saved_steps) >= 1 and _calls(sv, "summaries") >= 1)
 
     run_until(sv, toy, 60, on_step=slow)
-    assert len(sv.saved_steps) >= 3 and sv.saved_steps[-1] == 60
+    assert len(sv.saved_steps) >= 2 and sv.saved_steps[-1] == 60  # timer save(s) + final
     assert len(CheckpointStore(tmp_path).kept()) == 2
     scalars = read_scalars(tmp_path)
     assert {"loss", "global_step/sec", "model/param_norm", "lr/group0"} <= set(scalars)
@@ -186,6 +208,8 @@ def test_summary_fn_none_keeps_step_counter(tmp_path: Path) -> None:
 
     def slow(step: int) -> None:
         time.sleep(0.003)
+        if step == 30:  # make sure the step counter has ticked (a loaded machine may starve it)
+            _wait_for(lambda: _calls(sv, "step-counter") >= 1)
 
     run_until(sv, toy, 40, on_step=slow)
     assert set(read_scalars(tmp_path)) == {"global_step/sec"}
@@ -215,11 +239,11 @@ def test_logdir_none_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(tmp_path)
     toy = make_toy()
     sv = toy.supervisor(None, save_model_secs=0.01, save_summaries_secs=0.01)
-    ticks: list[int] = []
-    sv.loop(0.01, lambda: ticks.append(1))
-    assert run_until(sv, toy, 5) == 5
-    assert [t.name for t in sv.services] == ["loop-<lambda>"]
-    assert list(tmp_path.iterdir()) == [] and ticks
+    ticked = threading.Event()
+    sv.loop(0.01, ticked.set)
+    assert run_until(sv, toy, 5, on_step=lambda s: ticked.wait(10)) == 5
+    assert [t.name for t in sv.services] == ["loop-set"]
+    assert list(tmp_path.iterdir()) == [] and ticked.is_set()
 
 
 def test_ready_fn_blocks_the_session(tmp_path: Path) -> None:
@@ -254,9 +278,14 @@ def test_request_stop_from_another_thread(tmp_path: Path) -> None:
     toy = make_toy()
     sv = toy.supervisor(tmp_path)
     timer = threading.Timer(0.05, sv.request_stop)
-    timer.start()
+
+    def step(s: int) -> None:
+        if s == 0:
+            timer.start()  # once training runs
+        time.sleep(0.002)
+
     try:
-        final = run_until(sv, toy, 10**9, on_step=lambda s: time.sleep(0.002))
+        final = run_until(sv, toy, 10**9, on_step=step)
     finally:
         timer.cancel()
     assert 0 < final < 10**9 and sv.saved_steps == [final]
