@@ -110,3 +110,36 @@ def test_optimizer_and_scheduler_factories() -> None:
         sched.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
     assert cfg.make_scheduler(opt, cfg.TrainSettings()) is None
+
+
+def test_sigterm_stops_gracefully_with_a_final_checkpoint(tmp_path: Path) -> None:
+    """Preemption: SIGTERM ends the run after the current step and saves that step."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    config = tmp_path / "c.toml"
+    config.write_text('model = "toy-regression"\n[train]\nsteps = 1000000\nbatch_size = 4\n'
+                      "save_model_secs = 600.0\nsave_summaries_secs = 0.0\nlog_every_steps = 1\n")
+    logdir = tmp_path / "run"
+    env = dict(os.environ, HOMALIGN_TORCH_THREADS="1", OMP_WAIT_POLICY="PASSIVE",
+               PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "homalign.train.launch", "--config", str(config), "--logdir",
+         str(logdir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("step 20 "):
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+    assert proc.returncode == 0, out[-2000:]
+    stopped = [ln for ln in out.splitlines() if ln.startswith("stopped by SIGTERM")]
+    assert stopped, out[-2000:]
+    final = int(stopped[0].rsplit(" ", 1)[1])
+    assert final >= 20
+    assert CheckpointStore(logdir).load_latest().info.step == final  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -103,7 +104,7 @@ def train_from_config(
             logdir, model=model, optimizer=opt, scheduler=sched, data=loader,
             save_model_secs=s.save_model_secs, save_model_steps=s.save_model_steps,
             save_summaries_secs=s.save_summaries_secs, keep_max=s.keep_max,
-            async_save=s.async_save,
+            async_save=s.async_save, stop_signals=(signal.SIGTERM, signal.SIGINT),
         )
         if s.prefetch:
             sv.add_pipeline(loader)
@@ -145,6 +146,8 @@ def train_from_config(
             final_loss=loss_value,
             param_sha256=parameter_digest(model),
         )
+        if sv.stopped_by_signal is not None:
+            say(f"stopped by {signal.Signals(sv.stopped_by_signal).name} at global step {final}")
         say(f"done: global step {final} ({result.steps_run} steps in {result.seconds:.1f}s)")
         if report is not None:
             path = Path(f"{report}.rank{result.rank}.json")

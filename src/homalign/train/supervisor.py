@@ -36,6 +36,7 @@ import logging
 import math
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -190,6 +191,8 @@ class Supervisor:
     Snapshots are always taken in the training thread at a step boundary; with ``async_save``
     (default) the checkpoint thread writes them while training goes on, otherwise the training
     thread writes them before the next step (then a kill loses at most one interval of work).
+    ``stop_signals`` (e.g. ``(signal.SIGTERM,)``, main thread only) become a graceful stop: the
+    loop ends after the current step and the final checkpoint is written (preemption-safe).
     Only the chief (rank 0 under torch.distributed, unless ``is_chief`` says otherwise) writes.
     A Supervisor runs one session.
     """
@@ -219,6 +222,7 @@ class Supervisor:
         stop_grace_secs: float = 120.0,
         sync_stop: bool = True,
         async_save: bool = True,
+        stop_signals: Sequence[int] = (),
     ) -> None:
         if not isinstance(global_step, GlobalStep):
             global_step = GlobalStep(int(global_step or 0))
@@ -249,6 +253,8 @@ class Supervisor:
         self.stop_grace_secs = stop_grace_secs
         self.sync_stop = sync_stop
         self.async_save = async_save
+        self.stop_signals = tuple(stop_signals)
+        self.stopped_by_signal: int | None = None
         self.coord = Coordinator()
         self.summary_writer: EventWriter | None = None
         self.prepared: PrepareResult | None = None
@@ -460,6 +466,7 @@ class Supervisor:
             self.last_saved = self.restored_from
         self._session = session
         body_failed = False
+        previous = self._install_signal_handlers()
         try:
             self._start_services(session)
             yield session
@@ -468,7 +475,27 @@ class Supervisor:
             self.coord.request_stop(exc)
             raise
         finally:
-            self._shutdown(session, body_failed)
+            try:
+                self._shutdown(session, body_failed)
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        """Turn ``stop_signals`` into a graceful stop (main thread only)."""
+        previous: dict[int, Any] = {}
+        if not self.stop_signals or threading.current_thread() is not threading.main_thread():
+            return previous
+
+        def handler(signum: int, frame: Any) -> None:
+            self.stopped_by_signal = signum
+            log.warning("received %s: stopping after this step", signal.Signals(signum).name)
+            self.coord.request_stop()
+            signal.signal(signum, previous[signum])  # a second signal acts as before
+
+        for signum in self.stop_signals:
+            previous[signum] = signal.signal(signum, handler)
+        return previous
 
     def _start_services(self, session: TrainingSession) -> None:
         if self.writes:
