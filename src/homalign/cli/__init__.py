@@ -12,7 +12,7 @@ import sys
 
 from homalign.errors import HomalignError
 
-VERBS = ("align", "benchmark", "search", "makedb")
+VERBS = ("align", "search", "makedb", "benchmark", "train")
 
 
 def build_parser() -> argparse.ArgumentParser:
