@@ -46,7 +46,7 @@ def _fsync_directory(directory: Path) -> None:
 
 @contextlib.contextmanager
 def atomic_write(
-    path: str | os.PathLike[str], mode: str = "w", *, encoding: str = "utf-8"
+    path: str | os.PathLike[str], mode: str = "w", *, encoding: str = "utf-8", sync_dir: bool = True
 ) -> Iterator[IO[Any]]:
     """Open ``path`` for writing so that it appears complete or not at all.
 
@@ -59,6 +59,8 @@ def atomic_write(
         path: the destination file; its directory must exist.
         mode: ``"w"``/``"wt"`` (text, ``encoding``, ``\\n`` newlines) or ``"wb"`` (binary).
         encoding: text encoding (ignored in binary mode).
+        sync_dir: fsync the directory after the rename (a caller renaming several files into one
+            directory may do it once itself).
 
     Yields:
         The open file object.
@@ -94,4 +96,5 @@ def atomic_write(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_directory(directory)
+    if sync_dir:
+        _fsync_directory(directory)
