@@ -6,6 +6,8 @@
     python benchmarks/homology.py prefilter --out OUT [--limit N]
     # peak resident memory of `homalign search` over the whole database (a child process)
     python benchmarks/homology.py memory --out OUT [--limit N]
+    # E-value calibration on decoys: mean hits per query with E <= x on random sequences
+    python benchmarks/homology.py calibration --out OUT [--methods sw,nw,glocal]
 
 Defaults: the SCOPe 2.07 40% trainval database and the dev queries of /work/shared/data/scope
 (override with --db / --queries or $HOMALIGN_DATA). ``--limit N`` takes N queries evenly spaced
@@ -148,9 +150,50 @@ def memory(args) -> None:
         print(f"| {r['mode']} | {r['queries']} | {r['peak_rss_mib']:.0f} | {r['seconds']:.1f} |")
 
 
+def calibration(args) -> None:
+    import numpy as np
+
+    from homalign.search import SequenceDB, search
+    from homalign.sequence import Sequence
+    from homalign.stats import calibrate, random_sequences
+
+    rng = np.random.default_rng(7)
+    db = SequenceDB.from_sequences(
+        [Sequence(f"d{i}", s) for i, s in enumerate(random_sequences(400, rng, 80, 400))])
+    qs = [Sequence(f"q{i}", s) for i, s in enumerate(random_sequences(40, rng, 80, 400))]
+    cases = []
+    for m in [m for m in args.methods.split(",") if m]:
+        cases.append((m, {}))
+        if m == "sw":
+            cases.append(("sw", {"gap_open": 14.0, "gap_extend": 2.0}))  # no published values
+    rows = []
+    for method, opts in cases:
+        params = None
+        if method != "sw" or opts:
+            params = calibrate(method, opts, n_pairs=2000, seed=1)
+        ev = np.array([h.evalue for q in qs for h in search(
+            q, db, method, evalue=20, prefilter=False, max_hits=None, params=params,
+            traceback=False, **opts)])
+        label = method + (f" {opts['gap_open']:g}/{opts['gap_extend']:g}" if opts else "")
+        source = "Karlin-Altschul (NCBI table)" if params is None else params.source
+        rows.append({"method": label, "source": source,
+                     **{f"E<={x:g}": float((ev <= x).sum()) / len(qs) for x in (0.1, 1, 5, 10)}})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "calibration.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    print("| method | E-value source | E ≤ 0.1 | E ≤ 1 | E ≤ 5 | E ≤ 10 |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['method']} | {r['source']} | {r['E<=0.1']:.2f} | {r['E<=1']:.2f} "
+              f"| {r['E<=5']:.2f} | {r['E<=10']:.2f} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("sensitivity", "prefilter", "memory"))
+    p.add_argument("what", choices=("sensitivity", "prefilter", "memory", "calibration"))
     p.add_argument("--db", type=Path, default=DEFAULT_DB)
     p.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
     p.add_argument("--methods", default="sw,blastp,mmseqs")
@@ -162,7 +205,8 @@ def main() -> None:
     p.add_argument("--evalue", type=float, default=10.0)
     p.add_argument("--peer-evalue", type=float, default=10.0)
     args = p.parse_args()
-    {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory}[args.what](args)
+    {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory,
+     "calibration": calibration}[args.what](args)
 
 
 if __name__ == "__main__":

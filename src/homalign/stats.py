@@ -37,7 +37,7 @@ import numpy as np
 from homalign.alphabet import ALPHABET, BACKGROUND
 
 LN2 = math.log(2.0)
-EVD_CACHE_VERSION = 2
+EVD_CACHE_VERSION = 4
 
 # NCBI BLAST blast_stat.c (c++/src/algo/blast/core/blast_stat.c): gap open, gap extend, λ, K, H,
 # α, β for gapped local alignment with each matrix (BLAST convention: a gap of length k costs
@@ -90,7 +90,8 @@ class EVDParams:
 
     ``model="regression"`` (global, glocal, semiglobal scores, which drift with the lengths
     themselves): the score is standardised, ``z = (S - μ(m, n)) / σ(m, n)`` with
-    ``μ = c0 + c1 ln(mn) + c2 m + c3 n`` (``coef``) and ``σ² = v0 + v1 m + v2 n`` (``scale_coef``),
+    ``μ = c0 + c1 ln(mn) + c2 m + c3 n + c4 max(m-n, 0) + c5 max(n-m, 0)`` (``coef``) and
+    ``σ = exp(v0 + v1 ln m + v2 ln n + v3 ln(1 + |m-n|))`` (``scale_coef``),
     and its upper tail is exponential (the tail of an extreme-value law):
     ``P(Z ≥ z) = p_tail exp(-lam (z - tau))`` above ``tau`` (``tail = (tau, p_tail)``).
     ``source`` says where the values came from.
@@ -111,9 +112,9 @@ class EVDParams:
         if self.model not in ("local", "regression"):
             raise ValueError(f"unknown EVD model {self.model!r}")
         if self.model == "regression" and (
-                self.coef is None or len(self.coef) != 4 or self.scale_coef is None
-                or len(self.scale_coef) != 3 or self.tail is None or len(self.tail) != 2):
-            raise ValueError("a regression EVD model needs coef (4), scale_coef (3) and tail (2)")
+                self.coef is None or len(self.coef) != 6 or self.scale_coef is None
+                or len(self.scale_coef) != 4 or self.tail is None or len(self.tail) != 2):
+            raise ValueError("a regression EVD model needs coef (6), scale_coef (4) and tail (2)")
         for name in ("coef", "scale_coef", "tail"):
             value = getattr(self, name)
             if value is not None:
@@ -207,6 +208,25 @@ def evalue(
     return float(out) if out.ndim == 0 else out
 
 
+def _location_design(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Regressors of the null location: 1, ln(mn), m, n, max(m-n, 0), max(n-m, 0).
+
+    The last two carry the end-to-end gap costs that global-type modes must pay when one
+    sequence is longer than the other.
+    """
+    m = np.asarray(m, dtype=np.float64).reshape(-1)
+    n = np.asarray(n, dtype=np.float64).reshape(-1)
+    return np.stack([np.ones_like(m), np.log(m) + np.log(n), m, n, np.maximum(m - n, 0.0),
+                     np.maximum(n - m, 0.0)], axis=1)
+
+
+def _scale_design(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Regressors of the log null scale: 1, ln m, ln n, ln(1 + |m - n|)."""
+    m = np.asarray(m, dtype=np.float64).reshape(-1)
+    n = np.asarray(n, dtype=np.float64).reshape(-1)
+    return np.stack([np.ones_like(m), np.log(m), np.log(n), np.log1p(np.abs(m - n))], axis=1)
+
+
 def pair_pvalues(scores: Any, params: EVDParams, query_lengths: Any,
                  target_lengths: Any) -> np.ndarray:
     """``P(S ≥ s)`` of a pair of unrelated sequences of the given lengths (no length correction)."""
@@ -215,11 +235,10 @@ def pair_pvalues(scores: Any, params: EVDParams, query_lengths: Any,
     n = np.asarray(target_lengths, dtype=np.float64)
     if params.model == "local":
         return -np.expm1(-params.K * m * n * np.exp(-params.lam * s))
-    c0, c1, c2, c3 = params.coef  # type: ignore[misc]
-    v0, v1, v2 = params.scale_coef  # type: ignore[misc]
+    s, m, n = np.broadcast_arrays(s, m, n)
     tau, p_tail = params.tail  # type: ignore[misc]
-    mu = c0 + c1 * (np.log(m) + np.log(n)) + c2 * m + c3 * n
-    sigma = np.sqrt(np.maximum(v0 + v1 * m + v2 * n, 1e-6))
+    mu = (_location_design(m, n) @ np.asarray(params.coef)).reshape(s.shape)
+    sigma = np.exp(_scale_design(m, n) @ np.asarray(params.scale_coef)).reshape(s.shape)
     z = (s - mu) / sigma
     return np.minimum(1.0, p_tail * np.exp(-params.lam * (z - tau)))
 
@@ -320,25 +339,26 @@ def fit_regression_tail(scores: np.ndarray, query_lengths: np.ndarray,
                         ) -> EVDParams:
     """The ``"regression"`` model of :class:`EVDParams` fitted on unrelated pairs' scores.
 
-    Location by least squares on ``(1, ln mn, m, n)``; variance by least squares of the squared
-    residuals on ``(1, m, n)``; then the maximum-likelihood exponential rate of the standardised
-    scores above their ``1 - tail_fraction`` quantile.
+    Location by least squares on ``(1, ln mn, m, n, (m-n)+, (n-m)+)``; scale by least squares of
+    the log absolute residuals on ``(1, ln m, ln n, ln(1+|m-n|))`` (rescaled to unit variance);
+    then the maximum-likelihood
+    exponential rate of the standardised scores above their ``1 - tail_fraction`` quantile.
     """
     s = np.asarray(scores, dtype=np.float64)
     m = np.asarray(query_lengths, dtype=np.float64)
     n = np.asarray(target_lengths, dtype=np.float64)
     if s.size < 50:
         raise ValueError(f"need at least 50 scores to fit a regression tail, got {s.size}")
-    X = np.stack([np.ones_like(m), np.log(m) + np.log(n), m, n], axis=1)
+    X = _location_design(m, n)
     coef, *_ = np.linalg.lstsq(X, s, rcond=None)
     resid = s - X @ coef
-    V = np.stack([np.ones_like(m), m, n], axis=1)
-    vcoef, *_ = np.linalg.lstsq(V, resid ** 2, rcond=None)
-    var = V @ vcoef
-    if (var <= 0).any():  # fall back to a constant variance
-        vcoef = np.array([float(np.mean(resid ** 2)), 0.0, 0.0])
-        var = np.full_like(s, vcoef[0])
-    z = resid / np.sqrt(var)
+    # scale: log|residual| linear in its regressors (always positive), then rescaled so that
+    # the standardised residuals have unit variance
+    V = _scale_design(m, n)
+    vcoef, *_ = np.linalg.lstsq(V, np.log(np.abs(resid) + 1e-6), rcond=None)
+    sigma = np.exp(V @ vcoef)
+    vcoef[0] += 0.5 * math.log(float(np.mean((resid / sigma) ** 2)))
+    z = resid / np.exp(V @ vcoef)
     tau = float(np.quantile(z, 1.0 - tail_fraction))
     excess = z[z > tau] - tau
     if excess.size < 5 or float(excess.mean()) <= 0:
