@@ -177,3 +177,19 @@ def test_blastp_peer_on_the_whole_database(tmp_path):
     assert set(res) == {"d1110", "d2210"}
     ranked = rank_by_score((t, s) for t, s, _e in res["d1110"])
     assert ranked[0] == "d1110" and set(ranked[1:3]) == {"d1111", "d1112"}
+
+
+def test_benchmark_homology_cli(tmp_path):
+    from homalign.cli import main
+
+    db, ql = _synthetic_scop(tmp_path)
+    out = tmp_path / "cli-out"
+    assert main(["benchmark", "homology", "--db", str(db), "--queries", str(ql),
+                 "--methods", "sw", "--out", str(out), "--no-progress"]) == 0
+    with open(out / "summary.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["method"] for r in rows] == ["sw"] and rows[0]["queries"] == "8"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not_in_db\n")
+    assert main(["benchmark", "homology", "--db", str(db), "--queries", str(bad),
+                 "--methods", "sw", "--out", str(out), "--no-progress"]) == 2

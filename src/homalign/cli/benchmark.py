@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from homalign.evaluate import homology
+
 DEFAULT_OUT = "homalign-benchmark"
 DEFAULT_SEQUENCE_METHODS = ("sw", "nw")
 
@@ -95,6 +97,8 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None],
                              Callable[[argparse.Namespace], int]]] = {
     "alignment": ("alignment quality against HOMSTRAD-style structure-based alignments",
                   add_alignment_arguments, run_alignment),
+    "homology": ("homology detection on SCOPe (the Foldseek paper's protocol)",
+                 homology.add_arguments, homology.run_cli),
 }
 DEFAULT_SUBCOMMAND = "alignment"
 
