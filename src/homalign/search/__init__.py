@@ -15,13 +15,13 @@ Contract (other modules rely on these names)::
 Also: :func:`makedb` (an on-disk database directory with a k-mer index), :func:`search_many`
 (many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text) and
 :func:`homalign.search.ray_backend.search_ray` (the same search sharded over Ray workers).
-E-value statistics live in :mod:`homalign.stats`.
+The k-mer prefilter is :func:`homalign.search.prefilter.prefilter`. E-value statistics live in
+:mod:`homalign.stats`.
 """
 
 from homalign.search.database import SequenceDB, makedb, open_database
 from homalign.search.engine import TargetReps, search, search_many
 from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, rank_hits, write_hits
-from homalign.search.prefilter import prefilter
 
 __all__ = [
     "BLAST_TAB_COLUMNS",
@@ -30,7 +30,6 @@ __all__ = [
     "TargetReps",
     "makedb",
     "open_database",
-    "prefilter",
     "rank_hits",
     "search",
     "search_many",
