@@ -59,7 +59,7 @@ def fasta_pair(tmp_path):
 @pytest.mark.parametrize("fmt", ["pair", "fasta", "a3m", "tab"])
 def test_cli_align_formats(fasta_pair, capsys, fmt):
     q, t = fasta_pair
-    assert main(["align", str(q), str(t), "--format", fmt]) == 0
+    assert main(["align", str(q), str(t), "--method", "sw", "--format", fmt]) == 0
     out = capsys.readouterr().out
     if fmt == "fasta":
         recs = out.split(">")[1:]
@@ -101,6 +101,13 @@ def test_cli_writes_output_file(fasta_pair, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") or "tmp" in p.name]
 
 
+def test_default_method_is_learned(fasta_pair, capsys):
+    assert homalign.align(Q, T).method == "learned"
+    q, t = fasta_pair
+    assert main(["align", str(q), str(t)]) == 0
+    assert capsys.readouterr().out.count("method=learned") == 2
+
+
 def test_alignment_pairs_are_valid_numpy():
-    aln = homalign.align(Q, T)
+    aln = homalign.align(Q, T, method="sw")
     assert aln.pairs.dtype == np.int32 and (np.diff(aln.pairs, axis=0) > 0).all()

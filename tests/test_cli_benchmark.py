@@ -49,8 +49,8 @@ def test_bare_benchmark_defaults_to_alignment_on_bundled_data():
     assert args.data is None and args.methods is None
     assert args.out == "homalign-benchmark" and args.jobs == 1 and args.max_pairs is None
     methods = default_methods()
-    assert methods[:2] == ["sw", "nw"]
-    for name in methods[2:]:
+    assert methods[:3] == ["learned", "sw", "nw"]
+    for name in methods[3:]:
         assert get_method(name).kind == "peer" and get_method(name).available() is None
 
 

@@ -8,7 +8,7 @@ from homalign.alignment import Alignment
 from homalign.methods import get_method
 from homalign.sequence import Sequence, as_sequence
 
-DEFAULT_METHOD = "sw"
+DEFAULT_METHOD = "learned"
 
 
 def align(
@@ -17,7 +17,7 @@ def align(
     method: str = DEFAULT_METHOD,
     **options: Any,
 ) -> Alignment:
-    """Align two proteins with a registered method.
+    """Align two proteins with a registered method (default: the bundled learned aligner).
 
     >>> import homalign
     >>> aln = homalign.align("HEAGAWGHEE", "PAWHEAE", method="sw", matrix="BLOSUM62",

@@ -2,7 +2,7 @@
 
 Sub-commands live in ``SUBCOMMANDS`` (name → (help, add-arguments function, run function)); a new
 benchmark is one entry there. Without a sub-command, ``homalign benchmark`` runs ``alignment`` on
-the bundled HOMSTRAD dev families with sw, nw and the available peers, into ./homalign-benchmark/.
+the bundled HOMSTRAD dev families with learned, sw, nw and the available peers, into ./homalign-benchmark/.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from collections.abc import Callable
 from homalign.evaluate import homology
 
 DEFAULT_OUT = "homalign-benchmark"
-DEFAULT_SEQUENCE_METHODS = ("sw", "nw")
+DEFAULT_SEQUENCE_METHODS = ("learned", "sw", "nw")
 
 
 def default_methods() -> list[str]:
-    """sw, nw and every registered peer whose program is installed here."""
+    """learned, sw, nw and every registered peer whose program is installed here."""
     from homalign.methods import get_method, method_names
 
     peers = [n for n in method_names("peer") if get_method(n).available() is None]
@@ -63,7 +63,7 @@ def add_alignment_arguments(p: argparse.ArgumentParser) -> None:
                    help="directory of <FAMILY>/<FAMILY>.ali structure-based alignments "
                         "(default: the bundled HOMSTRAD dev families)")
     p.add_argument("--methods", type=_method_list, default=None, metavar="M1,M2,...",
-                   help="methods to run (default: sw,nw and the installed peers)")
+                   help="methods to run (default: learned,sw,nw and the installed peers)")
     p.add_argument("--out", metavar="OUTDIR", default=DEFAULT_OUT,
                    help=f"output directory (default: ./{DEFAULT_OUT})")
     p.add_argument("--max-pairs", type=_positive, default=None, metavar="N",
