@@ -115,6 +115,13 @@ def test_peer_output_parsers(tmp_path):
                    "x1 - q - 0.5 12.0 0.0 0.5 12.0 0.0 1 1 0 0 1 1 1 0 -\n# end\n")
     assert _parse_hmmer_tbl(tbl) == {"q": [("f1", 45.2, 1e-10), ("x1", 12.0, 0.5)]}
     assert _parse_jackhmmer_tbl(tbl) == {"q": [("f1", 45.2, 1e-10), ("x1", 12.0, 0.5)]}
+    jk = tmp_path / "jk.tbl"  # two queries in one table, the second with two rounds
+    jk.write_text("# header\n"
+                  "f1 - q - 1e-10 45.2 0 0 0 0 0 0 0 0 0 0 0 0 -\n"
+                  "x1 - r - 0.5 12.0 0 0 0 0 0 0 0 0 0 0 0 0 -\n"
+                  "x2 - r - 0.9 10.0 0 0 0 0 0 0 0 0 0 0 0 0 -\n"
+                  "x1 - r - 0.1 14.0 0 0 0 0 0 0 0 0 0 0 0 0 -\n# end\n")
+    assert _parse_jackhmmer_tbl(jk) == {"q": [("f1", 45.2, 1e-10)], "r": [("x1", 14.0, 0.1)]}
 
 
 def _synthetic_scop(tmp_path: Path) -> tuple[Path, Path]:

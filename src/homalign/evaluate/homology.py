@@ -343,27 +343,23 @@ def run_peer(name: str, queries: Sequence[str], db: Any, db_fasta: Path, workdir
 
 
 def _parse_jackhmmer_tbl(path: Path) -> dict[str, list[tuple[str, float, float]]]:
-    """jackhmmer writes one tblout block per round; keep each query's last round."""
-    out: dict[str, list[tuple[str, float, float]]] = {}
-    last_round: dict[str, list[tuple[str, float, float]]] = {}
+    """jackhmmer ``--tblout``: rows of all queries in one table (query name in column 3); should a
+    query's rows hold several rounds (a target repeats), only the last round is kept."""
+    rounds: dict[str, list[list[tuple[str, float, float]]]] = {}
+    seen: dict[str, set[str]] = {}
     with open(path, encoding="utf-8") as fh:
-        block: list[tuple[str, float, float]] = []
-        query = None
         for line in fh:
-            if line.startswith("#"):
-                if block and query is not None:
-                    last_round[query] = block
-                    block = []
+            if line.startswith("#") or not line.strip():
                 continue
             f = line.split()
-            if not f:
-                continue
-            query = f[2]
-            block.append((f[0], float(f[5]), float(f[4])))
-        if block and query is not None:
-            last_round[query] = block
-    out.update(last_round)
-    return out
+            query, target = f[2], f[0]
+            blocks = rounds.setdefault(query, [[]])
+            if target in seen.setdefault(query, set()):
+                blocks.append([])  # a new round of the same query
+                seen[query] = set()
+            seen[query].add(target)
+            blocks[-1].append((target, float(f[5]), float(f[4])))
+    return {q: blocks[-1] for q, blocks in rounds.items()}
 
 
 def peer_available(name: str) -> bool:
