@@ -96,5 +96,24 @@ def test_hhalign_takes_query_msa(alad_pair, tmp_path):
     if others[-1].residues != alad_pair.query.residues:
         with pytest.raises(ValueError, match="first sequence"):
             get_method("hhalign").align(alad_pair.query, alad_pair.target, query_a3m=wrong)
-    with pytest.raises(ValueError, match="msa"):
+    with pytest.raises(ValueError, match="db=FASTA"):
         get_method("hhalign").align(alad_pair.query, alad_pair.target, msa="iterative:3")
+
+
+def test_hhalign_gets_the_profile_methods_msas(alad_pair, tmp_path, monkeypatch):
+    """msa=DIR (one <id>.a3m per sequence) reaches hhalign as the same files hhm-mac reads."""
+    _require("hhalign")
+    import homalign.methods.peers as peers
+    from homalign.profile.sources import a3m_path
+
+    for seq in (alad_pair.query, alad_pair.target):
+        (tmp_path / f"{seq.id}.a3m").write_text(f">{seq.id}\n{seq.residues}\n")
+    used: list[str] = []
+    check = peers._check_a3m
+    monkeypatch.setattr(peers, "_check_a3m", lambda p, s, r: used.append(str(p)) or check(p, s, r))
+    aln = get_method("hhalign").align(alad_pair.query, alad_pair.target, msa=str(tmp_path))
+    expected = [str(a3m_path(alad_pair.query, "query", msa=str(tmp_path))),
+                str(a3m_path(alad_pair.target, "target", msa=str(tmp_path)))]
+    assert used == expected == [str(tmp_path / f"{s.id}.a3m")
+                                for s in (alad_pair.query, alad_pair.target)]
+    assert aln.length > 200

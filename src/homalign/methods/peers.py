@@ -204,11 +204,17 @@ def _check_a3m(path: str | Path, seq: Sequence, role: str) -> Path:
 def hhalign_align(query: Sequence, target: Sequence, *, query_a3m: str | Path | None = None,
                   target_a3m: str | Path | None = None, msa: str | None = None,
                   mact: float | None = None, glob: bool = False, timeout: float = TIMEOUT_S,
-                  **_: Any) -> Alignment:
-    """HH-suite hhalign of query against target; pairs from its first alignment (``-atab``)."""
-    if msa not in (None, "single"):
-        raise ValueError(f"hhalign takes MSAs as query_a3m/target_a3m paths; msa={msa!r} is not "
-                         "supported by this adapter")
+                  **options: Any) -> Alignment:
+    """HH-suite hhalign of query against target; pairs from its first alignment (``-atab``).
+
+    With ``msa=...`` (e.g. ``"iterative:3"`` and ``db=``) hhalign gets exactly the MSA files the
+    profile methods use (``homalign.profile.sources.a3m_path``), so the comparison is fair.
+    """
+    if msa not in (None, "single") and (query_a3m is None or target_a3m is None):
+        from homalign.profile.sources import a3m_path
+
+        query_a3m = query_a3m or a3m_path(query, "query", msa=msa, **options)
+        target_a3m = target_a3m or a3m_path(target, "target", msa=msa, **options)
     with tempfile.TemporaryDirectory(prefix="homalign-hhalign-") as d:
         tmp = Path(d)
         q, t = _write_pair(tmp, query, target, "a3m")
