@@ -9,7 +9,6 @@ Importing this module registers the factory (``register()``); see ``configs/alig
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,9 @@ from homalign.model.config import AlignerConfig
 from homalign.model.data import TrainPair, crop, load_homstrad, load_tmalign, split_by_group
 from homalign.model.encoder import PAD
 from homalign.model.loss import alignment_nll, masked_cross_entropy
+from homalign.paths import shared_data_root
 
-DATA = Path("/work/shared/data")
+DATA = shared_data_root()
 
 
 class PairDataset(Dataset):

@@ -38,8 +38,9 @@ from homalign.model.data import (
 from homalign.model.decode import mea_align
 from homalign.model.loss import alignment_nll, masked_cross_entropy
 from homalign.model.weights import save_model
+from homalign.paths import shared_data_root
 
-DATA = Path("/work/shared/data")
+DATA = shared_data_root()
 
 
 def pair_f1(pred: np.ndarray, ref: np.ndarray) -> float:

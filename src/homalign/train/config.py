@@ -24,6 +24,7 @@ Other packages register their models without this module importing them::
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import os
 import tomllib
@@ -55,7 +56,17 @@ def registered_models() -> list[str]:
 
 
 def get_model_factory(name: str) -> ModelFactory:
-    """The factory registered as ``name``."""
+    """The factory registered as ``name``.
+
+    ``"package.module:name"`` first imports ``package.module`` (which registers its models on
+    import), so a config can name a model of any package without this runtime importing it.
+    """
+    if ":" in name:
+        module, name = name.split(":", 1)
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"model module {module!r} cannot be imported: {exc}") from exc
     try:
         return _MODELS[name]
     except KeyError:

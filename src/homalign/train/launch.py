@@ -68,7 +68,7 @@ def parameter_digest(model: torch.nn.Module) -> str:
     h = hashlib.sha256()
     for name, t in sorted(unwrap(model).state_dict().items()):
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
-        h.update(t.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        h.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
