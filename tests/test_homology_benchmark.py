@@ -171,9 +171,9 @@ def test_run_benchmark_end_to_end(tmp_path):
     assert math.isnan(float(strict["precision"])) or float(strict["precision"]) == 1.0
 
 
-@pytest.mark.skipif(shutil.which("blastp") is None or shutil.which("makeblastdb") is None,
-                    reason="the blastp peer is not installed")
 def test_blastp_peer_on_the_whole_database(tmp_path):
+    assert shutil.which("blastp") and shutil.which("makeblastdb"), (
+        "blastp/makeblastdb missing: apt-get install ncbi-blast+ (scripts/env.sh does)")
     from homalign.search import SequenceDB
 
     db_fa, ql = _synthetic_scop(tmp_path)

@@ -104,7 +104,6 @@ def test_pssm_wrong_width(tmp_path):
 
 
 def test_hmmer_round_trip_and_truncation(tmp_path):
-    pytest.importorskip("pyhmmer")
     from homalign.io import MSA
     from homalign.profile.pyhmmer_adapter import build_hmm, read_hmm, write_hmm
 
@@ -126,7 +125,6 @@ def test_hmmer_round_trip_and_truncation(tmp_path):
 
 
 def test_hmm_search_ranks_homologs_first():
-    pytest.importorskip("pyhmmer")
     from homalign.profile.pyhmmer_adapter import build_hmm, hmm_search
 
     q = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAE")

@@ -7,12 +7,11 @@ import math
 import numpy as np
 import pytest
 
+import homalign.dp.posterior as posterior  # noqa: E402
 from homalign.methods.profile import ProteinRep, score_hhm
 from homalign.profile import Profile
 from homalign.profile.hmm import ProfileHMM, estimate_transitions
 from homalign.sequence import Sequence
-
-posterior = pytest.importorskip("homalign.dp.posterior")
 from test_dp_bruteforce import brute_posterior  # noqa: E402
 
 ROWS_Q = ["MKWV", "MRW-", "-KYV"]
