@@ -2,13 +2,18 @@
 
 ``make_aligner_task(**model_args)`` returns a :class:`homalign.train.task.TrainTask`: the model,
 a dataset of fixed-width tensor items (each pair cropped to ``window`` residues and padded, so
-the runtime's default collation stacks them) and the loss of :mod:`homalign.model.loss`.
+the runtime's default collation stacks them) and the loss of :mod:`homalign.model.loss`, plus
+``evaluate`` (whole pairs of ``eval_data``, MEA-decoded exact posteriors, F1/balanced/nll:
+:mod:`homalign.model.evaluation`) and ``export`` (:func:`homalign.model.weights.save_model`, so
+``homalign train``'s ``<logdir>/export/best.*`` can replace the bundled ``weights/learned.*``).
 Importing this module registers the factory (``register()``); see ``configs/aligner.toml``.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +24,7 @@ from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
 from homalign.model.data import TrainPair, crop, load_homstrad, load_tmalign, split_by_group
 from homalign.model.encoder import PAD
+from homalign.model.evaluation import HELD_OUT, make_evaluate, resolve_eval_pairs
 from homalign.model.loss import alignment_nll, masked_cross_entropy
 from homalign.paths import shared_data_root
 
@@ -81,25 +87,43 @@ def aligner_loss(model: torch.nn.Module, batch: list[torch.Tensor], aux_weight: 
     return loss
 
 
+def export_aligner(model: torch.nn.Module, stem: Path, extra: Mapping[str, Any]) -> None:
+    """Write ``<stem>.safetensors`` + ``<stem>.json`` in the bundled weights' format."""
+    from homalign.model.weights import save_model
+
+    save_model(getattr(model, "module", model), stem, {"model": "learned-aligner", **extra})
+
+
 def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
                       tmalign: str | None = str(DATA / "scope" / "tmalign-pairs.train.tsv"),
                       window: int = 256, max_pairs_per_family: int = 40,
                       aux_weight: float = 0.2, val_fraction: float = 0.08,
+                      eval_data: str = HELD_OUT, eval_pairs: int | None = 200,
                       config: dict | None = None) -> Any:
-    """Build the TrainTask (training data = the non-held-out part of train; never dev)."""
+    """Build the TrainTask: training data = the non-held-out part of ``homstrad`` (+ ``tmalign``);
+    evaluation = at most ``eval_pairs`` whole pairs of ``eval_data`` ("held-out", "dev" or a
+    directory of families; 0: all pairs; no evaluation when it is "held-out" and nothing is held
+    out)."""
+    from homalign.errors import InputError
     from homalign.train.task import TrainTask
+
+    if eval_pairs is not None and eval_pairs < 0:
+        raise InputError(f"[model_args] eval_pairs = {eval_pairs}: use 0 (all) or more")
 
     cfg = AlignerConfig.from_dict(dict(config or {}))
     data = load_homstrad(homstrad, max_pairs_per_family)
     if tmalign:
         data += load_tmalign(tmalign)
     train, val = split_by_group(data, val_fraction)
+    evaluation = resolve_eval_pairs(eval_data, val, eval_pairs or None)
     model = AlignerModel(cfg)
     return TrainTask(
         model=model, train_dataset=PairDataset(train, window),
         loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight, cfg.mode),
         eval_dataset=PairDataset(val, window),
         config={"config": cfg.to_dict(), "model": "learned-aligner"},
+        evaluate=make_evaluate(evaluation) if evaluation else None,
+        export=export_aligner,
     )
 
 
@@ -112,4 +136,4 @@ def register() -> None:
 
 register()
 
-__all__ = ["PairDataset", "aligner_loss", "make_aligner_task", "register"]
+__all__ = ["PairDataset", "aligner_loss", "export_aligner", "make_aligner_task", "register"]

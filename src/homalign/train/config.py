@@ -15,6 +15,11 @@ A config names a registered model factory and its arguments, plus the training s
     lr = 0.01
     save_model_steps = 50
 
+    [eval]                       # optional: continuous evaluation (see EvalSettings)
+    metric = "f1"
+    mode = "max"
+    throttle_secs = 300
+
 Other packages register their models without this module importing them::
 
     from homalign.train.config import register_model
@@ -99,6 +104,22 @@ class TrainSettings:
 
 
 @dataclass(frozen=True)
+class EvalSettings:
+    """The ``[eval]`` table: evaluate new checkpoints with the task's ``evaluate`` function.
+
+    While training, the chief evaluates the newest checkpoint (if not evaluated yet) at most every
+    ``throttle_secs``, and once more after the final checkpoint when ``final``; whenever
+    ``metric`` beats the best value so far (``mode`` "max" or "min"), the model is exported as
+    ``<logdir>/export/best.safetensors`` + ``best.json``.
+    """
+
+    metric: str = "loss"
+    mode: str = "min"
+    throttle_secs: float = 600.0
+    final: bool = True
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """A parsed config file."""
 
@@ -107,6 +128,7 @@ class TrainConfig:
     seed: int = 0
     train: TrainSettings = field(default_factory=TrainSettings)
     path: str | None = None
+    eval: EvalSettings | None = None
 
     def with_steps(self, steps: int | None) -> TrainConfig:
         """A copy with ``train.steps`` replaced (unchanged when ``steps`` is None)."""
@@ -121,17 +143,13 @@ def _check_keys(table: Mapping[str, Any], allowed: Iterable[str], path: str, whe
         raise InputError(f"unknown key(s) {', '.join(unknown)} in {where}", path=path)
 
 
-def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfig:
-    """Validate a config mapping (as read from TOML)."""
-    where = path or "<config>"
-    _check_keys(data, ("model", "model_args", "seed", "train"), where, "the top level")
-    if not isinstance(data.get("model"), str):
-        raise InputError("'model' must name a registered model", path=where)
-    train_table = dict(data.get("train", {}))
-    fields = {f.name: f for f in dataclasses.fields(TrainSettings)}
-    _check_keys(train_table, fields, where, "[train]")
-    for key, value in train_table.items():
-        default = getattr(TrainSettings(), key)
+def _typed_table(table: Mapping[str, Any], cls: type, path: str, where: str) -> dict[str, Any]:
+    """``table`` checked against the fields of the dataclass ``cls`` (names and types)."""
+    table = dict(table)
+    _check_keys(table, {f.name for f in dataclasses.fields(cls)}, path, where)
+    defaults = cls()
+    for key, value in table.items():
+        default = getattr(defaults, key)
         if isinstance(default, bool):
             ok = isinstance(value, bool)
         elif isinstance(value, bool):
@@ -143,10 +161,30 @@ def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfi
         else:
             ok = isinstance(value, type(default))
         if not ok:
-            raise InputError(f"[train] {key} = {value!r} has the wrong type", path=where)
+            raise InputError(f"{where} {key} = {value!r} has the wrong type", path=path)
         if isinstance(default, float):
-            train_table[key] = float(value)
-    settings = TrainSettings(**train_table)
+            table[key] = float(value)
+    return table
+
+
+def _parse_eval(table: Any, where: str) -> EvalSettings:
+    if not isinstance(table, Mapping):
+        raise InputError("[eval] must be a table", path=where)
+    settings = EvalSettings(**_typed_table(table, EvalSettings, where, "[eval]"))
+    if settings.mode not in ("min", "max"):
+        raise InputError(f"[eval] mode {settings.mode!r}: use min or max", path=where)
+    if not (settings.throttle_secs > 0 and math.isfinite(settings.throttle_secs)):
+        raise InputError("[eval] throttle_secs must be a positive number", path=where)
+    return settings
+
+
+def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfig:
+    """Validate a config mapping (as read from TOML)."""
+    where = path or "<config>"
+    _check_keys(data, ("model", "model_args", "seed", "train", "eval"), where, "the top level")
+    if not isinstance(data.get("model"), str):
+        raise InputError("'model' must name a registered model", path=where)
+    settings = TrainSettings(**_typed_table(data.get("train", {}), TrainSettings, where, "[train]"))
     if settings.steps < 0 or settings.batch_size < 1 or not math.isfinite(settings.lr):
         raise InputError("[train] needs steps >= 0, batch_size >= 1 and a finite lr", path=where)
     if settings.optimizer not in ("adam", "adamw", "sgd"):
@@ -161,6 +199,7 @@ def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfi
         seed=int(data.get("seed", 0)),
         train=settings,
         path=path,
+        eval=None if "eval" not in data else _parse_eval(data["eval"], where),
     )
 
 

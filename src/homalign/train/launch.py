@@ -7,6 +7,10 @@ DistributedDataParallel and reads its own shard of the data; rank 0 writes check
 summaries, every rank restores the same checkpoint, so ``torchrun --max-restarts`` resumes a run
 whose worker was killed.
 
+With an ``[eval]`` table in the config (and a task that provides ``evaluate``), rank 0 also
+evaluates new checkpoints every ``throttle_secs`` in a service thread and the final checkpoint at
+the end, and exports the best model (:mod:`homalign.train.evaluation`).
+
 Each rank can write a JSON report (``--report PREFIX`` -> ``PREFIX.rank<r>.json``) with the final
 step, the restored step, samples seen and a sha256 of its parameters.
 """
@@ -14,6 +18,7 @@ step, the restored step, samples seen and a sha256 of its parameters.
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import logging
@@ -28,6 +33,7 @@ from typing import Any
 
 import torch
 
+from homalign.errors import InputError
 from homalign.train import distributed
 from homalign.train.atomic import write_atomic
 from homalign.train.config import (
@@ -38,10 +44,13 @@ from homalign.train.config import (
     make_scheduler,
 )
 from homalign.train.data import ResumableLoader
+from homalign.train.evaluation import ContinuousEvaluator
+from homalign.train.services import LoopingService
 from homalign.train.session_manager import seed_everything
 from homalign.train.state import unwrap
 from homalign.train.summary import to_float
 from homalign.train.supervisor import Supervisor
+from homalign.train.task import TrainTask
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,8 @@ class RunReport:
     train_seconds: float
     final_loss: float | None
     param_sha256: str
+    evaluations: int = 0
+    best: float | None = None
 
 
 def parameter_digest(model: torch.nn.Module) -> str:
@@ -70,6 +81,22 @@ def parameter_digest(model: torch.nn.Module) -> str:
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
         h.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
+
+
+def make_evaluator(config: TrainConfig, task: TrainTask, model: torch.nn.Module,
+                   logdir: str | os.PathLike[str] | None) -> ContinuousEvaluator | None:
+    """The chief's evaluator when the config has an ``[eval]`` table (None otherwise, and on
+    other ranks); raises InputError when the task cannot be evaluated."""
+    if config.eval is None:
+        return None
+    if task.evaluate is None:
+        raise InputError(f"[eval] given, but model {config.model!r} provides no evaluate "
+                         "function (no evaluation data?)", path=config.path)
+    if logdir is None or not distributed.is_chief():
+        return None
+    private = copy.deepcopy(unwrap(model)).cpu()
+    return ContinuousEvaluator(logdir, private, task.evaluate, config.eval, export=task.export,
+                               config=task.config)
 
 
 def train_from_config(
@@ -108,6 +135,11 @@ def train_from_config(
         )
         if s.prefetch:
             sv.add_pipeline(loader)
+        evaluator = make_evaluator(config, task, model, logdir)
+        if evaluator is not None:
+            assert config.eval is not None
+            sv.add_service(LoopingService("eval", sv.coord, config.eval.throttle_secs,
+                                          evaluator.poll))
         say = echo if (echo is not None and chief) else (lambda _msg: None)
         loss_value: float | None = None
         with sv.managed_session() as session:
@@ -137,6 +169,14 @@ def train_from_config(
                     on_step(step, loss_value)
             final = session.global_step
             train_seconds = time.monotonic() - loop_started
+        best: float | None = None
+        if evaluator is not None:
+            try:
+                if config.eval is not None and config.eval.final and evaluator.poll() is not None:
+                    say(f"evaluated the final checkpoint: {evaluator.records()[-1]['metrics']}")
+                best = evaluator.best_value()
+            finally:
+                evaluator.close()
         result = RunReport(
             rank=distributed.rank(), world_size=distributed.world_size(),
             restart=distributed.restart_count(),
@@ -145,6 +185,8 @@ def train_from_config(
             seconds=time.monotonic() - started, train_seconds=train_seconds,
             final_loss=loss_value,
             param_sha256=parameter_digest(model),
+            evaluations=0 if evaluator is None else len(evaluator.records()),
+            best=best,
         )
         if sv.stopped_by_signal is not None:
             say(f"stopped by {signal.Signals(sv.stopped_by_signal).name} at global step {final}")
