@@ -160,3 +160,27 @@ def test_a_resumed_run_keeps_the_best_so_far(tiny_config: Path) -> None:
     assert not any(r["exported"] for r in records[1:])
     assert (run / "export" / "best.safetensors").read_bytes() == weights
     assert json.loads(best_json.read_text())["eval_value"] == 1.0 and second.best == 1.0
+
+
+def test_under_torchrun_only_rank_0_evaluates_and_exports(tiny_config: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    run, report = tiny_config.parent / "ddp", tiny_config.parent / "report"
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE",
+               TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           "-m", "homalign.train.launch", "--config", str(tiny_config), "--logdir", str(run),
+           "--report", str(report)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-5000:]
+    ranks = [json.loads((tiny_config.parent / f"report.rank{r}.json").read_text()) for r in (0, 1)]
+    assert ranks[0]["param_sha256"] == ranks[1]["param_sha256"]
+    assert ranks[0]["evaluations"] >= 1 and ranks[1]["evaluations"] == 0
+    records = json.loads((run / "eval" / "evaluations.json").read_text())
+    assert len(records) == ranks[0]["evaluations"] and records[-1]["step"] == 4
+    assert len(list((run / "eval").glob("events.out.tfevents.*"))) == 1
+    model, meta = load_model(run / "export" / "best")
+    assert meta["eval_value"] == pytest.approx(max(r["metrics"]["f1"] for r in records))
+    assert ranks[0]["best"] == pytest.approx(meta["eval_value"])

@@ -64,27 +64,29 @@ class PairDataset(Dataset):
 
 def aligner_loss(model: torch.nn.Module, batch: list[torch.Tensor], aux_weight: float = 0.2,
                  mode: str = "global") -> torch.Tensor:
-    """Per-residue CRF NLL of the reference alignments + ``aux_weight`` x structure CE."""
+    """Per-residue CRF NLL of the reference alignments + ``aux_weight`` x structure CE.
+
+    The scores come from ``model(q, t)``, so under DistributedDataParallel the gradients are
+    all-reduced; the auxiliary heads always join the graph (times 0 when ``aux_weight`` is 0), so
+    every parameter gets a gradient each step, as DDP requires.
+    """
     q, t, lq, lt, partner, q_ss, t_ss, q_acc, t_acc = batch
     n, m = int(lq.max()), int(lt.max())
     q, q_ss, q_acc, partner = q[:, :n], q_ss[:, :n], q_acc[:, :n], partner[:, :n]
     t, t_ss, t_acc = t[:, :m], t_ss[:, :m], t_acc[:, :m]
     net = getattr(model, "module", model)
-    e_q, e_t = net.encoder(q), net.encoder(t)
-    S, gaps = net.scorer(q, e_q, t, e_t)
+    S, gaps, e_q, e_t = model(q, t)
     pairs = []
     for b in range(len(q)):
         i = torch.nonzero(partner[b] >= 0).flatten()
         pairs.append(np.stack([i.numpy(), partner[b, i].numpy()], axis=1).astype(np.int32))
     nll = alignment_nll(S, gaps, lq, lt, pairs, mode)
     loss = (nll / (lq + lt).to(nll.dtype)).mean()
-    if aux_weight > 0:
-        aux = (masked_cross_entropy(net.ss_logits(e_q), q_ss)
-               + masked_cross_entropy(net.ss_logits(e_t), t_ss)
-               + masked_cross_entropy(net.acc_logits(e_q), q_acc)
-               + masked_cross_entropy(net.acc_logits(e_t), t_acc)) / 4
-        loss = loss + aux_weight * aux
-    return loss
+    aux = (masked_cross_entropy(net.ss_logits(e_q), q_ss)
+           + masked_cross_entropy(net.ss_logits(e_t), t_ss)
+           + masked_cross_entropy(net.acc_logits(e_q), q_acc)
+           + masked_cross_entropy(net.acc_logits(e_t), t_acc)) / 4
+    return loss + aux_weight * aux
 
 
 def export_aligner(model: torch.nn.Module, stem: Path, extra: Mapping[str, Any]) -> None:
