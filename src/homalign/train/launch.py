@@ -116,6 +116,7 @@ def train_from_config(
     s = config.train
     started = time.monotonic()
     owns_group = not distributed.is_initialized() and distributed.init_from_env()
+    evaluator: ContinuousEvaluator | None = None
     try:
         seed_everything(config.seed)
         task = build_task(config)
@@ -171,12 +172,9 @@ def train_from_config(
             train_seconds = time.monotonic() - loop_started
         best: float | None = None
         if evaluator is not None:
-            try:
-                if config.eval is not None and config.eval.final and evaluator.poll() is not None:
-                    say(f"evaluated the final checkpoint: {evaluator.records()[-1]['metrics']}")
-                best = evaluator.best_value()
-            finally:
-                evaluator.close()
+            if config.eval is not None and config.eval.final and evaluator.poll() is not None:
+                say(f"evaluated the final checkpoint: {evaluator.records()[-1]['metrics']}")
+            best = evaluator.best_value()
         result = RunReport(
             rank=distributed.rank(), world_size=distributed.world_size(),
             restart=distributed.restart_count(),
@@ -197,6 +195,8 @@ def train_from_config(
             write_atomic(path, json.dumps(asdict(result), indent=1).encode())
         return result
     finally:
+        if evaluator is not None:
+            evaluator.close()
         if owns_group:
             distributed.shutdown()
 
