@@ -26,6 +26,14 @@ import torch
 from homalign.dp.soft import path_score
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
+from homalign.model.contrastive import (
+    HomologyScore,
+    ScopPairs,
+    homology_logits,
+    homology_loss,
+    load_scop_pairs,
+    sample_batch,
+)
 from homalign.model.crf import crf_log_partition_batch
 from homalign.model.data import (
     Batch,
@@ -105,6 +113,27 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
             "val_pairs": len(f1s)}
 
 
+def evaluate_homology(model: AlignerModel, head: HomologyScore, val: ScopPairs, batch: int,
+                      n_batches: int = 12) -> dict:
+    """In-batch ranking on held-out SCOPe folds: loss, top-1 accuracy, diagonal-vs-rest AUC."""
+    model.eval()
+    rng = np.random.default_rng(7)
+    losses, acc, auc = [], [], []
+    with torch.no_grad():
+        for _ in range(n_batches):
+            q, t, lq, lt, same = sample_batch(val, batch, rng)
+            z = homology_logits(model, head, q, t, lq, lt)
+            losses.append(float(homology_loss(z, same)))
+            zm = z.masked_fill(same & ~torch.eye(len(z), dtype=torch.bool), float("-inf"))
+            acc.append(float((zm.argmax(1) == torch.arange(len(z))).float().mean()))
+            diag = torch.diagonal(z)
+            neg = z[~same]
+            auc.append(float((diag[:, None] > neg[None, :]).float().mean()))
+    model.train()
+    return {"hom_loss": float(np.mean(losses)), "hom_acc": float(np.mean(acc)),
+            "hom_auc": float(np.mean(auc))}
+
+
 def tune_decoding(model: AlignerModel, pairs: list[TrainPair], modes: tuple[str, ...],
                   thresholds: tuple[float, ...]) -> dict[str, dict[str, float]]:
     """Mean F1 (all, twilight) on whole held-out pairs for each posterior mode and MEA threshold."""
@@ -156,6 +185,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--dp", choices=("crf", "soft"), default="crf",
                     help="log Z by the compiled CRF (fast) or the torch anti-diagonal soft DP")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init", default=None, metavar="STEM",
+                    help="start from a saved model (.safetensors/.json) instead of the prior")
+    ap.add_argument("--homology-weight", type=float, default=0.0,
+                    help="weight of the SCOPe in-batch ranking loss (homalign.model.contrastive)")
+    ap.add_argument("--homology-batch", type=int, default=8)
+    ap.add_argument("--shift-init", type=float, default=0.5)
+    ap.add_argument("--scop", type=Path,
+                    default=DATA / "scope" / "astral-2.07-40.trainval.fa")
     ap.add_argument("--config", type=str, default="{}",
                     help="JSON object overriding AlignerConfig fields, e.g. '{\"dim\": 48}'")
     return ap.parse_args(argv)
@@ -204,8 +241,22 @@ def main(argv: list[str] | None = None) -> int:
     emit({"event": "data", "train": len(train), "val": len(val), "load_s": time.time() - t0})
 
     model = AlignerModel(cfg)
+    if args.init:
+        from homalign.model.weights import load_model
+
+        init, init_meta = load_model(args.init)
+        cfg = AlignerConfig.from_dict({**init_meta["config"], **json.loads(args.config)})
+        model = AlignerModel(cfg)
+        model.load_state_dict(init.state_dict())
+    head = HomologyScore(shift=args.shift_init)
+    scop_train = scop_val = None
+    if args.homology_weight > 0:
+        dev_ids = set((DATA / "scope" / "dev-queries.txt").read_text().split())
+        scop_train, scop_val = load_scop_pairs(args.scop, dev_ids)
+        emit({"event": "scop", "train_superfamilies": len(scop_train),
+              "val_superfamilies": len(scop_val)})
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2] + list(head.parameters())
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
     state = {"step": 0, "epoch": 0, "in_epoch": 0, "best_f1": -1.0}
@@ -213,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=True)
         model.load_state_dict(saved["model"])
+        if "head" in saved:
+            head.load_state_dict(saved["head"])
         opt.load_state_dict(saved["optimizer"])
         state = saved["state"]
         emit({"event": "resume", **state})
@@ -220,11 +273,13 @@ def main(argv: list[str] | None = None) -> int:
         emit({"event": "start", "params": model.n_parameters(), "config": cfg.to_dict(),
               "args": {k: str(v) for k, v in vars(args).items()}})
         emit({"event": "eval", "step": 0, **evaluate(model, val, args.window, args.max_cells,
-                                                    cfg.mea_threshold)})
+                                                    cfg.mea_threshold),
+              **(evaluate_homology(model, head, scop_val, args.homology_batch)
+                 if scop_val is not None else {})})
 
     def checkpoint() -> None:
-        _atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                            "state": state}, ckpt)
+        _atomic_torch_save({"model": model.state_dict(), "head": head.state_dict(),
+                            "optimizer": opt.state_dict(), "state": state}, ckpt)
 
     model.train()
     running: list[float] = []
@@ -238,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
                 for group in opt.param_groups:
                     group["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * state["step"] / args.steps))
             loss, parts = batch_loss(model, batch, args.aux_weight, args.dp)
+            if scop_train is not None:
+                hrng = np.random.default_rng([args.seed, 99, state["step"]])
+                q, t, lq, lt, same = sample_batch(scop_train, args.homology_batch, hrng)
+                hl = homology_loss(homology_logits(model, head, q, t, lq, lt), same)
+                loss = loss + args.homology_weight * hl
+                parts["hom"] = float(hl.detach())
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -248,16 +309,23 @@ def main(argv: list[str] | None = None) -> int:
             if state["step"] % 25 == 0:
                 emit({"event": "train", "step": state["step"], "epoch": state["epoch"],
                       "nll": float(np.mean(running)), "aux": parts["aux"],
+                      "hom": parts.get("hom", math.nan), **head.to_dict(),
                       "s_per_step": (time.time() - t_last) / 25,
                       "scale": float(model.scorer.log_scale.detach().exp())})
                 running = []
                 t_last = time.time()
             if state["step"] % args.eval_every == 0 or state["step"] >= args.steps:
                 res = evaluate(model, val, args.window, args.max_cells, cfg.mea_threshold)
+                if scop_val is not None:
+                    res.update(evaluate_homology(model, head, scop_val, args.homology_batch))
                 emit({"event": "eval", "step": state["step"], **res})
+                meta = {"step": state["step"], **res}
+                if scop_val is not None:
+                    meta["homology_score"] = head.to_dict()
+                    save_model(model, out / f"eval-{state['step']:06d}", meta)
                 if res["val_f1"] > state["best_f1"]:
                     state["best_f1"] = res["val_f1"]
-                    save_model(model, out / "best", {"step": state["step"], **res})
+                    save_model(model, out / "best", meta)
                 checkpoint()
             if state["step"] >= args.steps:
                 break
