@@ -457,35 +457,19 @@ def _pair_scores(method: str, queries: list[Any], targets: list[Any],
     opts = {**m.defaults, **options}
     seen: set[str] = set()
     if m.prepare is not None and m.score is not None:
-        from homalign.dp import align_batch
+        from homalign.methods.base import score_values
 
         out = np.empty(len(queries), dtype=np.float64)
         chunk = 256
         for start in range(0, len(queries), chunk):
-            Ss, gs, modes = [], [], []
-            for q, t in zip(queries[start:start + chunk], targets[start:start + chunk],
-                            strict=True):
-                ps = m.score(m.prepare(q, **opts), m.prepare(t, **opts), **opts)
-                Ss.append(ps.S)
-                gs.append(ps.gaps)
-                modes.append(ps.mode)
-            seen.update(modes)
-            for mode in set(modes):
-                idx = [i for i, md in enumerate(modes) if md == mode]
-                res = align_batch([Ss[i] for i in idx], [gs[i] for i in idx], mode=mode,
-                                  score_only=True)
-                for i, r in zip(idx, res, strict=True):
-                    out[start + i] = _as_score(r)
+            pss = [m.score(m.prepare(q, **opts), m.prepare(t, **opts), **opts)
+                   for q, t in zip(queries[start:start + chunk], targets[start:start + chunk],
+                                   strict=True)]
+            seen.update(ps.mode for ps in pss)
+            out[start:start + len(pss)] = score_values(pss)
         return out, seen
     scores = [m.align(q, t, **opts).score for q, t in zip(queries, targets, strict=True)]
     return np.array(scores, dtype=np.float64), {"local"}
-
-
-def _as_score(result: Any) -> float:
-    """A score from ``align_score``/``align_batch(score_only=True)`` (a number or a DPResult)."""
-    if isinstance(result, (int, float, np.floating, np.integer)):
-        return float(result)
-    return float(result.score)
 
 
 def calibrate(

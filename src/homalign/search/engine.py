@@ -28,6 +28,7 @@ import numpy as np
 from homalign.alignment import Alignment
 from homalign.errors import InputError
 from homalign.methods import Method, get_method
+from homalign.methods.base import score_values
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.kernels import sw_scores
@@ -83,22 +84,12 @@ def _is_fast_sw(method: Method, query_rep: Any, options: dict[str, Any]) -> bool
 
 def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarray,
                options: dict[str, Any]) -> np.ndarray:
-    from homalign.dp import align_batch
-
     assert method.score is not None
     out = np.empty(len(candidates), dtype=np.float64)
     for start in range(0, len(candidates), BATCH):
         chunk = candidates[start:start + BATCH]
-        by_mode: dict[str, tuple[list[int], list[np.ndarray], list[Any]]] = {}
-        for n, t in enumerate(chunk):
-            ps = method.score(qrep, reps.get(int(t)), **options)
-            idx, Ss, gs = by_mode.setdefault(ps.mode, ([], [], []))
-            idx.append(start + n)
-            Ss.append(ps.S)
-            gs.append(ps.gaps)
-        for mode, (idx, Ss, gs) in by_mode.items():
-            res = align_batch(Ss, gs, mode=mode, score_only=True)
-            out[idx] = np.asarray(res, dtype=np.float64)
+        out[start:start + len(chunk)] = score_values(
+            [method.score(qrep, reps.get(int(t)), **options) for t in chunk])
     return out
 
 
