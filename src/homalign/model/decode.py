@@ -2,7 +2,9 @@
 
 The posteriors are exact: the DP engine's compiled forward-backward
 (:func:`homalign.dp.posterior.posterior_matrix`) over the same path model the scorer was trained
-with (tested against :mod:`homalign.model.crf` and :mod:`homalign.dp.soft`). Decoding is HHsearch's
+with (tested against :mod:`homalign.model.crf` and :mod:`homalign.dp.soft`), in its default
+probability-space implementation with per-row scaling, which checks its own underflow error bound
+and falls back to the log-space reference when the bound is not negligible. Decoding is HHsearch's
 maximum accuracy (MAC) alignment: the path maximising the sum of ``P[i, j] - threshold`` over its
 pairs (:func:`homalign.dp.posterior.mac_align`).
 """
