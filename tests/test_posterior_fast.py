@@ -127,7 +127,8 @@ def test_underflow_that_would_change_the_answer_is_caught() -> None:
     # so alignment B, which starts at (100, 0) with weight e^10, underflows to zero in the
     # scaled rows; yet B ends up dominating (log Z = 1000). The scaled forward pass alone gets
     # log Z wrong; the scaled kernels must refuse, and the public result is the reference.
-    from homalign.dp.posterior_scaled import _forward_scaled, _weights, gap_factors
+    from homalign.dp.posterior_scaled import _forward_scaled, gap_factors
+    from homalign.dp.vexp import exp_scaled
 
     S = np.full((200, 500), -1.0, np.float32)
     k = np.arange(100)
@@ -138,8 +139,7 @@ def test_underflow_that_would_change_the_answer_is_caught() -> None:
     P_ref, z_ref = forward_backward(S, gaps, "local", method="log")
     assert z_ref == pytest.approx(1000.0, abs=0.01) and P_ref[100 + k, k].min() > 0.99
 
-    E = np.empty(S.shape)
-    _weights(S, 1.0, E)
+    E = exp_scaled(S, 1.0, np.empty(S.shape), np.empty(S.size))
     facs, _ = gap_factors(kernel_vectors64(gaps, 1.0))
     fm = np.empty((201, 501))
     raw_z, _ = _forward_scaled(E, *facs, mode_code("local"), fm, np.empty(201), np.empty(201))
@@ -188,3 +188,30 @@ def test_unknown_method_is_rejected() -> None:
     S = np.zeros((2, 3), np.float32)
     with pytest.raises(ValueError, match="posterior method"):
         posterior_matrix(S, GapCosts.uniform(2, 3), method="float16")
+
+
+@pytest.mark.parametrize("inv_t", [1.0, 1 / 0.37, 0.5])
+def test_vectorised_exp_matches_libm(inv_t: float) -> None:
+    from homalign.dp.vexp import exp_scaled
+
+    rng = np.random.default_rng(31)
+    S = np.concatenate([
+        rng.normal(0.0, 3.0, 5000), rng.uniform(-800.0, 800.0, 5000),
+        [0.0, -0.0, -np.inf, -708.0, -708.5, -745.0, -746.0, -740.0, 709.0, 709.5, 710.0, 1e-30],
+    ]).astype(np.float32).reshape(-1, 1)
+    got = exp_scaled(S, inv_t, np.empty(S.shape), np.empty(S.size + 7))
+    with np.errstate(over="ignore", under="ignore"):
+        want = np.exp(S.astype(np.float64) * inv_t)
+    normal = (want > 2.3e-308) & np.isfinite(want)
+    np.testing.assert_allclose(got[normal], want[normal], rtol=5e-16, atol=0)
+    np.testing.assert_array_equal(got[~normal], want[~normal])  # 0, subnormals, inf: libm's
+
+
+def test_vectorised_exp_rejects_bad_buffers() -> None:
+    from homalign.dp.vexp import exp_scaled
+
+    S = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match="out"):
+        exp_scaled(S, 1.0, np.empty((3, 4), np.float32), np.empty(12))
+    with pytest.raises(ValueError, match="scratch"):
+        exp_scaled(S, 1.0, np.empty((3, 4)), np.empty(11))

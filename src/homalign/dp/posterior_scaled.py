@@ -6,7 +6,8 @@ computed with products and sums of positive float64 numbers instead of log-sum-e
 forward (backward) matrices is divided by its largest value (the begin/end weight 1 included) and
 the logarithms of those row scales are kept. Sums of positive numbers have no cancellation, so
 every value carries a relative error of a few ulps per DP step, except where a value falls into
-the subnormal range, where an operation can lose up to ``2**-1075`` in absolute terms.
+the subnormal range, where an operation can lose up to ``2**-1075`` in absolute terms. (The
+weights come from :func:`homalign.dp.vexp.exp_scaled`, a SIMD ``exp`` within ~1 ulp.)
 
 Those absolute losses are bounded *a posteriori*. A loss ``d`` in a forward value of state X at
 cell c changes ``Z`` by ``d * B_X(c)`` and any ``P[i, j]`` by at most ``d * B_X(c) / Z`` (every
@@ -27,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
+from homalign.dp.vexp import exp_scaled
 
 __all__ = ["SCALED_LOG_TOLERANCE", "gap_factors", "scaled_forward_backward"]
 
@@ -71,20 +73,6 @@ def _border_weights(mode: int, lq: int, lt: int):  # noqa: ANN202
         e_row[:] = 1.0
         e_col[:] = 1.0
     return b_row0, b_col0, e_row, e_col
-
-
-@njit(cache=True, nogil=True)
-def _weights(S, inv_t, E):  # noqa: ANN001, ANN202
-    """E = exp(S / T) in float64 (S float32, -inf allowed); returns max(E)."""
-    lq, lt = S.shape
-    emax = 0.0
-    for i in range(lq):
-        for j in range(lt):
-            e = math.exp(np.float64(S[i, j]) * inv_t)
-            E[i, j] = e
-            if e > emax:
-                emax = e
-    return emax
 
 
 @njit(cache=True, nogil=True)
@@ -312,13 +300,14 @@ def scaled_forward_backward(
     the eight float64 kernel cost vectors already divided by it, ``code`` the mode code.
     """
     lq, lt = S.shape
-    E = np.empty((lq, lt), dtype=np.float64)
-    emax = _weights(S, 1.0 / float(temperature), E)
+    inv_t = 1.0 / float(temperature)
+    emax = math.exp(min(float(S.max()) * inv_t, 709.0))  # max(E); only its size matters
     facs, gmax = gap_factors(vecs)
     amp = max(1.0, emax, gmax)
     if not amp < _MAX_FACTOR:
         return None, 0.0, False
     fm = np.empty((lq + 1, lt + 1), dtype=np.float64)
+    E = exp_scaled(S, inv_t, np.empty((lq, lt), dtype=np.float64), fm)  # fm as scratch
     lsf = np.empty(lq + 1, dtype=np.float64)
     usf = np.empty(lq + 1, dtype=np.float64)
     log_z, ok = _forward_scaled(E, *facs, code, fm, lsf, usf)
