@@ -15,9 +15,9 @@ path from c to (i, j) is part of ``B_X(c)``); a loss in a backward value is boun
 ``F_X(c) / Z``. With the row scales ``f_i`` and ``b_i`` (each row's largest value) the total is
 at most ``2 * delta * sum_i exp(f_i + b_i) / Z`` where ``delta`` bounds the per-row loss. The
 kernels return the logarithm of that bound; callers fall back to the log-space reference when it
-is not negligible (or when a weight overflows), so results never depend on luck. In practice the
-bound is ~1e-300 for protein-sized problems; only extreme inputs (scores of hundreds of nats per
-cell, temperatures near 0) take the fallback.
+is not negligible (or when a weight overflows), so results never depend on luck. On the learned
+aligner's HOMSTRAD dev pairs the bound is 1e-315 to 1e-300; only extreme inputs (scores of tens
+of nats per cell over hundreds of residues, temperatures near 0) take the fallback.
 """
 
 from __future__ import annotations
