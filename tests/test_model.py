@@ -191,3 +191,23 @@ def test_runtime_task_items_collate_and_give_the_training_loss() -> None:
     assert float(loss.detach()) == pytest.approx(float(ref.detach()), rel=1e-5)
     loss.backward()
     assert model.scorer.W.grad is not None and model.scorer.W.grad.abs().sum() > 0
+
+
+def test_padded_batch_embeddings_equal_each_sequence_alone() -> None:
+    """Training pads batches; inference embeds one sequence: both must see the same features."""
+    from homalign.model.encoder import PAD, ResidueEncoder
+
+    torch.manual_seed(0)
+    enc = ResidueEncoder(16, 5, (1, 2, 4), 0.0).eval()
+    for block in enc.blocks:  # non-trivial LayerNorm biases, as after training
+        torch.nn.init.normal_(block.norm.bias, std=0.5)
+    rng = np.random.default_rng(0)
+    short, long_ = rng.integers(0, 20, 11), rng.integers(0, 20, 30)
+    batch = torch.full((2, 30), PAD, dtype=torch.int64)
+    batch[0, :11] = torch.as_tensor(short)
+    batch[1] = torch.as_tensor(long_)
+    with torch.no_grad():
+        both = enc(batch)
+        alone = enc(torch.as_tensor(short)[None])
+    assert torch.allclose(both[0, :11], alone[0], atol=1e-6)
+    assert float(both[0, 11:].abs().max()) == 0.0

@@ -25,7 +25,8 @@ class ConvBlock(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        h = self.norm(x).transpose(1, 2)
+        # padded positions must stay zero (as the conv's own zero padding of a lone sequence)
+        h = (self.norm(x) * mask).transpose(1, 2)
         h = self.conv(h).transpose(1, 2)
         return (x + self.drop(nn.functional.gelu(h))) * mask
 
