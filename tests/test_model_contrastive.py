@@ -82,3 +82,38 @@ def test_ranking_loss_falls_when_trained_and_reaches_the_scorer() -> None:
             assert head.shift.grad is not None and float(head.shift.grad.abs()) > 0
         opt.step()
     assert float(loss) < 0.7 * first
+
+
+def test_fast_score_log_partition_matches_the_crf_in_value_and_s_gradient() -> None:
+    from homalign.dp.soft import SoftGaps
+    from homalign.model.crf import crf_log_partition_batch, score_log_partition_batch
+
+    g = torch.Generator().manual_seed(0)
+    S = torch.randn(2, 9, 7, generator=g, dtype=torch.float64) - 0.3
+    lq, lt = torch.tensor([9, 6]), torch.tensor([7, 5])
+    gaps = SoftGaps.from_vectors(2, 9, 7, dtype=S.dtype,
+                                 q_ins_open=torch.full((2, 9), 2.0, dtype=S.dtype),
+                                 q_ins_ext=torch.full((2, 9), 0.4, dtype=S.dtype),
+                                 t_del_open=torch.full((2, 7), 1.5, dtype=S.dtype),
+                                 t_del_ext=torch.full((2, 7), 0.3, dtype=S.dtype))
+    a = S.clone().requires_grad_(True)
+    b = S.clone().requires_grad_(True)
+    za = crf_log_partition_batch(a, gaps, lq, lt, "local")
+    zb = score_log_partition_batch(b, gaps, lq, lt, "local")
+    assert torch.allclose(za, zb, atol=1e-4)
+    (za * torch.tensor([1.0, 2.0], dtype=S.dtype)).sum().backward()
+    (zb * torch.tensor([1.0, 2.0], dtype=S.dtype)).sum().backward()
+    assert torch.allclose(a.grad, b.grad, atol=1e-5)
+    assert float(b.grad[1, 6:].abs().sum()) == 0.0  # padding gets no gradient
+
+
+def test_adapter_only_training_leaves_the_aligner_untouched() -> None:
+    torch.manual_seed(0)
+    model = AlignerModel(AlignerConfig(dropout=0.0)).eval()
+    head = model.homology
+    data = _toy_pairs()
+    batch = sample_batch(data, 4, np.random.default_rng(4))
+    loss = homology_loss(homology_logits(model, head, *batch[:4], adapter_only=True), batch[4])
+    loss.backward()
+    assert model.scorer.W.grad is None and model.encoder.embed.weight.grad is None
+    assert head.W.grad is not None and float(head.shift.grad.abs()) > 0

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 from homalign.dp.soft import SoftGaps
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
-from homalign.model.scorer import PairScorer
+from homalign.model.scorer import HomologyScore, PairScorer
 
 N_SS = 3  # helix, strand, other (from the JOY "secondary structure and phi angle" track)
 N_ACC = 2  # accessible, buried (JOY "solvent accessibility": T / F)
@@ -31,6 +31,7 @@ class AlignerModel(nn.Module):
         self.scorer = PairScorer(c)
         self.ss_head = nn.Linear(c.dim, N_SS)
         self.acc_head = nn.Linear(c.dim, N_ACC)
+        self.homology = HomologyScore(c.dim)  # ranking adapter (homalign.model.contrastive)
 
     def forward(self, codes_q: Tensor, codes_t: Tensor
                 ) -> tuple[Tensor, SoftGaps, Tensor, Tensor]:
@@ -61,6 +62,20 @@ class AlignerModel(nn.Module):
         lq, lt = len(codes_q), len(codes_t)
         S_np = np.ascontiguousarray(S[0].numpy(), dtype=np.float32)
         return S_np, GapCosts(**gaps.to_numpy(0, lq, lt))
+
+    @torch.no_grad()
+    def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
+                          e_t: Tensor):
+        """(S_h float32 (Lq, Lt), GapCosts): the scores whose local forward score ranks homologs."""
+        from homalign.dp import GapCosts
+
+        cq = torch.as_tensor(codes_q.astype(np.int64))[None]
+        ct = torch.as_tensor(codes_t.astype(np.int64))[None]
+        S, gaps = self.scorer(cq, e_q, ct, e_t)
+        S_h = self.homology.substitution(S, e_q, e_t)
+        lq, lt = len(codes_q), len(codes_t)
+        return (np.ascontiguousarray(S_h[0].numpy(), dtype=np.float32),
+                GapCosts(**gaps.to_numpy(0, lq, lt)))
 
     def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray):
         """(S float32 (Lq, Lt), GapCosts) of two encoded sequences (eval mode, no gradient)."""

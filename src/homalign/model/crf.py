@@ -213,4 +213,38 @@ def crf_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
     return torch.stack(out)
 
 
-__all__ = ["CRFLogZ", "crf_log_partition", "crf_log_partition_batch"]
+class ScoreLogZ(torch.autograd.Function):
+    """``log Z`` of one pair, differentiable in S only (fixed gap costs): the gradient is the
+    posterior match matrix from the fast scaled forward-backward of :mod:`homalign.dp.posterior`.
+    """
+
+    @staticmethod
+    def forward(ctx, mode: str, S: Tensor, gaps) -> Tensor:  # noqa: ANN001
+        from homalign.dp.posterior import forward_backward
+
+        P, logz = forward_backward(np.ascontiguousarray(S.detach().cpu().numpy(),
+                                                        dtype=np.float32), gaps, mode)
+        ctx.save_for_backward(torch.as_tensor(P, dtype=S.dtype))
+        return torch.tensor(logz, dtype=S.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # noqa: ANN001, ANN205
+        (P,) = ctx.saved_tensors
+        return None, grad * P, None
+
+
+def score_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
+                              mode: str = "local") -> Tensor:
+    """(B,) ``log Z`` of a padded batch, differentiable in S only (the gaps are constants)."""
+    from homalign.dp import GapCosts
+
+    out = []
+    for b in range(S.shape[0]):
+        n, m = int(lq[b]), int(lt[b])
+        g = GapCosts(**gaps.to_numpy(b, n, m))
+        out.append(ScoreLogZ.apply(mode, S[b, :n, :m], g))
+    return torch.stack(out)
+
+
+__all__ = ["CRFLogZ", "ScoreLogZ", "crf_log_partition", "crf_log_partition_batch",
+           "score_log_partition_batch"]

@@ -62,4 +62,32 @@ class PairScorer(nn.Module):
         return S, gaps
 
 
-__all__ = ["PAD", "PairScorer"]
+class HomologyScore(nn.Module):
+    """The ranking score's parameters: an adapter on the substitution scores, a match offset, a
+    length slope and a logit scale.
+
+    ``S_h[i, j] = S[i, j] + e_i^T W e'_j - shift`` (``W`` symmetric, zero at initialisation), so
+    the untrained score is the aligner's own ``S`` minus a constant offset.
+    """
+
+    def __init__(self, dim: int = 32, shift: float = 0.5, slope: float = 1.0,
+                 scale: float = 1.0) -> None:
+        super().__init__()
+        self.W = nn.Parameter(torch.zeros(dim, dim))
+        self.shift = nn.Parameter(torch.tensor([shift]))
+        self.slope = nn.Parameter(torch.tensor([slope]))
+        self.log_scale = nn.Parameter(torch.tensor([math.log(scale)]))
+
+    def substitution(self, S: Tensor, e_q: Tensor, e_t: Tensor) -> Tensor:
+        """(B, Lq, Lt) ranking substitution scores from the aligner's S and embeddings."""
+        W = 0.5 * (self.W + self.W.T)
+        return S + torch.einsum("bid,de,bje->bij", e_q, W, e_t) - self.shift
+
+    def to_dict(self) -> dict[str, float | str]:
+        return {"score": "forward-local", "shift": float(self.shift.detach()),
+                "slope": float(self.slope.detach()),
+                "scale": float(self.log_scale.detach().exp()),
+                "adapter_norm": float(self.W.detach().norm())}
+
+
+__all__ = ["PAD", "HomologyScore", "PairScorer"]

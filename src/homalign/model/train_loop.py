@@ -190,6 +190,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--homology-weight", type=float, default=0.0,
                     help="weight of the SCOPe in-batch ranking loss (homalign.model.contrastive)")
     ap.add_argument("--homology-batch", type=int, default=8)
+    ap.add_argument("--homology-only", action="store_true",
+                    help="train only the homology adapter (model.homology) on a fixed aligner, "
+                         "e.g. --init the bundled weights; alignments stay exactly as they were")
     ap.add_argument("--shift-init", type=float, default=0.5)
     ap.add_argument("--scop", type=Path,
                     default=DATA / "scope" / "astral-2.07-40.trainval.fa")
@@ -248,40 +251,56 @@ def main(argv: list[str] | None = None) -> int:
         cfg = AlignerConfig.from_dict({**init_meta["config"], **json.loads(args.config)})
         model = AlignerModel(cfg)
         model.load_state_dict(init.state_dict())
-    head = HomologyScore(shift=args.shift_init)
+    head: HomologyScore = model.homology
+    if float(head.W.detach().abs().sum()) == 0.0:  # untrained adapter: start at the offset
+        with torch.no_grad():
+            head.shift.fill_(args.shift_init)
+    if args.homology_only:
+        if args.homology_weight <= 0:
+            raise SystemExit("--homology-only needs --homology-weight > 0")
+        for name, p in model.named_parameters():
+            p.requires_grad_(name.startswith("homology."))
     scop_train = scop_val = None
     if args.homology_weight > 0:
         dev_ids = set((DATA / "scope" / "dev-queries.txt").read_text().split())
         scop_train, scop_val = load_scop_pairs(args.scop, dev_ids)
         emit({"event": "scop", "train_superfamilies": len(scop_train),
               "val_superfamilies": len(scop_val)})
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2] + list(head.parameters())
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    decay = [p for n, p in trainable if p.dim() >= 2]
+    no_decay = [p for n, p in trainable if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=args.lr)
     state = {"step": 0, "epoch": 0, "in_epoch": 0, "best_f1": -1.0}
     ckpt = out / "checkpoint.pt"
+    def evaluate_all() -> dict:
+        res = {} if args.homology_only else evaluate(model, val, args.window, args.max_cells,
+                                                     cfg.mea_threshold)
+        if scop_val is not None:
+            res.update(evaluate_homology(model, head, scop_val, args.homology_batch))
+        if args.homology_only:
+            model.eval()  # a fixed feature extractor: no dropout noise in the embeddings
+        return res
+
+    if args.homology_only:
+        model.eval()
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=True)
         model.load_state_dict(saved["model"])
-        if "head" in saved:
-            head.load_state_dict(saved["head"])
         opt.load_state_dict(saved["optimizer"])
         state = saved["state"]
         emit({"event": "resume", **state})
     else:
         emit({"event": "start", "params": model.n_parameters(), "config": cfg.to_dict(),
               "args": {k: str(v) for k, v in vars(args).items()}})
-        emit({"event": "eval", "step": 0, **evaluate(model, val, args.window, args.max_cells,
-                                                    cfg.mea_threshold),
-              **(evaluate_homology(model, head, scop_val, args.homology_batch)
-                 if scop_val is not None else {})})
+        emit({"event": "eval", "step": 0, **evaluate_all()})
 
     def checkpoint() -> None:
-        _atomic_torch_save({"model": model.state_dict(), "head": head.state_dict(),
-                            "optimizer": opt.state_dict(), "state": state}, ckpt)
+        _atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                            "state": state}, ckpt)
 
-    model.train()
+    if not args.homology_only:
+        model.train()
     running: list[float] = []
     t_last = time.time()
     while state["step"] < args.steps:
@@ -292,11 +311,15 @@ def main(argv: list[str] | None = None) -> int:
             if args.cosine:
                 for group in opt.param_groups:
                     group["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * state["step"] / args.steps))
-            loss, parts = batch_loss(model, batch, args.aux_weight, args.dp)
+            if args.homology_only:
+                loss, parts = torch.zeros(()), {"nll": math.nan, "aux": math.nan}
+            else:
+                loss, parts = batch_loss(model, batch, args.aux_weight, args.dp)
             if scop_train is not None:
                 hrng = np.random.default_rng([args.seed, 99, state["step"]])
                 q, t, lq, lt, same = sample_batch(scop_train, args.homology_batch, hrng)
-                hl = homology_loss(homology_logits(model, head, q, t, lq, lt), same)
+                hl = homology_loss(homology_logits(model, head, q, t, lq, lt,
+                                                   adapter_only=args.homology_only), same)
                 loss = loss + args.homology_weight * hl
                 parts["hom"] = float(hl.detach())
             opt.zero_grad()
@@ -305,26 +328,26 @@ def main(argv: list[str] | None = None) -> int:
             opt.step()
             state["step"] += 1
             state["in_epoch"] = k + 1
-            running.append(parts["nll"])
+            running.append(parts["hom"] if args.homology_only else parts["nll"])
             if state["step"] % 25 == 0:
                 emit({"event": "train", "step": state["step"], "epoch": state["epoch"],
                       "nll": float(np.mean(running)), "aux": parts["aux"],
-                      "hom": parts.get("hom", math.nan), **head.to_dict(),
+                      "hom": parts.get("hom", math.nan),
+                      **{f"hom_{k}": v for k, v in head.to_dict().items()},
                       "s_per_step": (time.time() - t_last) / 25,
                       "scale": float(model.scorer.log_scale.detach().exp())})
                 running = []
                 t_last = time.time()
             if state["step"] % args.eval_every == 0 or state["step"] >= args.steps:
-                res = evaluate(model, val, args.window, args.max_cells, cfg.mea_threshold)
-                if scop_val is not None:
-                    res.update(evaluate_homology(model, head, scop_val, args.homology_batch))
+                res = evaluate_all()
                 emit({"event": "eval", "step": state["step"], **res})
                 meta = {"step": state["step"], **res}
                 if scop_val is not None:
                     meta["homology_score"] = head.to_dict()
                     save_model(model, out / f"eval-{state['step']:06d}", meta)
-                if res["val_f1"] > state["best_f1"]:
-                    state["best_f1"] = res["val_f1"]
+                key = -res["hom_loss"] if args.homology_only else res["val_f1"]
+                if key > state["best_f1"]:
+                    state["best_f1"] = key
                     save_model(model, out / "best", meta)
                 checkpoint()
             if state["step"] >= args.steps:
