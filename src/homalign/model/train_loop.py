@@ -187,6 +187,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--init", default=None, metavar="STEM",
                     help="start from a saved model (.safetensors/.json) instead of the prior")
+    ap.add_argument("--init-encoder", default=None, metavar="STEM",
+                    help="load a pre-trained encoder (homalign.model.pretrain's "
+                         "<out>/encoder.safetensors + .json) into model.encoder")
     ap.add_argument("--homology-weight", type=float, default=0.0,
                     help="weight of the SCOPe in-batch ranking loss (homalign.model.contrastive)")
     ap.add_argument("--homology-batch", type=int, default=8)
@@ -251,6 +254,17 @@ def main(argv: list[str] | None = None) -> int:
         cfg = AlignerConfig.from_dict({**init_meta["config"], **json.loads(args.config)})
         model = AlignerModel(cfg)
         model.load_state_dict(init.state_dict())
+    if args.init_encoder:
+        from safetensors.torch import load_file
+
+        stem = Path(args.init_encoder)
+        enc_cfg = json.loads(stem.with_suffix(".json").read_text()).get("config", {})
+        for key in ("dim", "kernel", "dilations"):
+            if key in enc_cfg and list(np.atleast_1d(enc_cfg[key])) != list(
+                    np.atleast_1d(getattr(cfg, key))):
+                raise SystemExit(f"--init-encoder {stem}: {key}={enc_cfg[key]} does not match "
+                                 f"the aligner config ({getattr(cfg, key)})")
+        model.encoder.load_state_dict(load_file(str(stem.with_suffix(".safetensors"))))
     head: HomologyScore = model.homology
     if float(head.W.detach().abs().sum()) == 0.0:  # untrained adapter: start at the offset
         with torch.no_grad():
