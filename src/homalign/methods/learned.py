@@ -45,11 +45,13 @@ def _prepare(seq: Sequence, **_: Any) -> tuple[np.ndarray, Any]:
     return seq.codes, model.embed(seq.codes)
 
 
-def _score(q: tuple, t: tuple, *, mode: str = "local", **_: Any) -> PairScores:
-    """Learned S (nats) and GapCosts; ``local`` by default (search ranks local scores)."""
-    model, _meta = _model()
-    S, gaps = model.score_embedded(q[0], q[1], t[0], t[1])
-    return PairScores(S, gaps, mode)
+def _score(q: tuple, t: tuple, **_: Any) -> PairScores:
+    """What ``search`` ranks: the homology adapter's local forward score when the bundled model
+    has one (``homalign.model.contrastive``), else the learned S's best local path."""
+    from homalign.model.homology import ranking_scores
+
+    model, meta = _model()
+    return ranking_scores(model, meta, q[0], q[1], t[0], t[1])
 
 
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
@@ -57,12 +59,13 @@ def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
-    from homalign.model.homology import homology_probability
+    from homalign.model.homology import homology_probability, ranking_score
 
     model, meta = _model()
     cfg = model.cfg
     mode = mode or cfg.decode_mode
-    S, gaps = model.score_pair(query.codes, target.codes)
+    e_q, e_t = model.embed(query.codes), model.embed(target.codes)
+    S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t)
     extra: dict[str, Any] = {}
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)
@@ -76,7 +79,11 @@ def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
     local = float(align_score(S, gaps, mode="local"))
     head = meta.get("homology")
     if head:
-        extra["homology_probability"] = homology_probability(head, local, len(query), len(target))
+        rank = local
+        if meta.get("homology_score"):
+            rank = ranking_score(model, meta, query.codes, e_q, target.codes, e_t)
+            extra["homology_score"] = rank
+        extra["homology_probability"] = homology_probability(head, rank, len(query), len(target))
     aln = Alignment(query_id=query.id, target_id=target.id, query=query.residues,
                     target=target.residues, pairs=pairs, score=local, method="learned")
     aln.extra.update(extra)

@@ -44,13 +44,37 @@ def fit_homology_head(score: np.ndarray, lq: np.ndarray, lt: np.ndarray, label: 
     return {"a": float(a), "b": float(b), "c": float(c)}
 
 
+def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray, e_t):
+    """PairScores for ranking a target against a query with a loaded model.
+
+    With a trained homology adapter (``meta["homology_score"]``, see
+    :mod:`homalign.model.contrastive`): the local *forward* score of ``S_h``; otherwise the best
+    local path of the aligner's own ``S``.
+    """
+    from homalign.methods.base import PairScores
+
+    if meta.get("homology_score"):
+        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t)
+        return PairScores(S_h, gaps, "local", "forward")
+    S, gaps = model.score_embedded(codes_q, e_q, codes_t, e_t)
+    return PairScores(S, gaps, "local", "viterbi")
+
+
+def ranking_score(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray,
+                  e_t) -> float:
+    """The score of :func:`ranking_scores` (what the homology head's probability is fitted on)."""
+    from homalign.methods.base import score_values
+
+    return float(score_values([ranking_scores(model, meta, codes_q, e_q, codes_t, e_t)])[0])
+
+
 def homology_probability(head: dict, score: float, lq: int, lt: int) -> float:
     """``sigmoid(a * score - b * log(lq * lt) + c)`` for one comparison."""
     z = head["a"] * score - head["b"] * math.log(lq * lt) + head["c"]
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 
-__all__ = ["fit_homology_head", "homology_probability"]
+__all__ = ["fit_homology_head", "homology_probability", "ranking_score", "ranking_scores"]
 
 
 def sample_scop_pairs(fasta: str, exclude: set[str], n_each: int, seed: int = 0
@@ -95,7 +119,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from homalign.dp import align_score
     from homalign.model.weights import _atomic_write_bytes, load_model
 
     ap = argparse.ArgumentParser(description="fit the learned aligner's homology head")
@@ -119,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     scores, lq, lt, y = [], [], [], []
     for a, b, label in data:
         (ca, ea), (cb, eb) = embedded(a), embedded(b)
-        S, gaps = model.score_embedded(ca, ea, cb, eb)
-        scores.append(align_score(S, gaps, mode="local"))
+        scores.append(ranking_score(model, meta, ca, ea, cb, eb))
         lq.append(len(a))
         lt.append(len(b))
         y.append(label)
@@ -141,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     auc = float(1 - (ranks[yt == 1].sum() - n1 * (n1 - 1) / 2) / (n1 * n0))
     # refit on all pairs for the shipped head
     head = fit_homology_head(scores_a, lq_a, lt_a, y_a)
+    kind = ("local forward score of the homology adapter" if meta.get("homology_score")
+            else "local best-path score")
     head.update({"fitted_on": f"{len(y_a)} SCOPe train-fold pairs (same superfamily, other family"
-                              f" vs different folds), local learned scores",
+                              f" vs different folds), {kind}",
                  "heldout_brier": brier, "heldout_ece": ece, "heldout_auc": auc})
     meta["homology"] = head
     stem = Path(args.weights)

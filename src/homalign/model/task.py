@@ -119,6 +119,9 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
     train, val = split_by_group(data, val_fraction)
     evaluation = resolve_eval_pairs(eval_data, val, eval_pairs or None)
     model = AlignerModel(cfg)
+    # the homology adapter is trained separately (train_loop --homology-only); DDP needs every
+    # trainable parameter to take part in the loss
+    model.homology.requires_grad_(False)
     return TrainTask(
         model=model, train_dataset=PairDataset(train, window),
         loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight, cfg.mode),
