@@ -11,7 +11,9 @@ search prefilter's candidates, compute per-query sensitivity to the first false 
   offset a "local" alignment spans whole sequences and the score grows with length);
 - ``forward@d``: the local log-partition (all local alignments, HMMER3-style forward score) of
   ``S - d``;
-- ``sw``: BLOSUM62 11/1 Smith-Waterman on the same candidates (reference).
+- ``sw``: BLOSUM62 11/1 Smith-Waterman on the same candidates (reference);
+- ``adapter``: when the weights carry a trained homology adapter, the score ``search`` ranks by
+  (local forward score of ``S_h``, :mod:`homalign.model.contrastive`).
 
 Scores are ranked raw and, for the head-style ranking, minus ``b log(m n)`` is not needed within
 one query only up to the target length, so each score is also reported length-corrected
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     db = SequenceDB.from_fasta(fasta)
     pool = [i for i in sorted(labels) if i not in dev and index.scorable(i)]
     queries = pool[:: max(len(pool) // args.queries, 1)][: args.queries]
-    model, _ = load_model(args.weights)
+    model, meta = load_model(args.weights)
     model.eval()
     shifts = [float(x) for x in args.shifts.split(",")]
     blosum = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
@@ -93,6 +95,13 @@ def main(argv: list[str] | None = None) -> int:
             sws.append(np.ascontiguousarray(blosum[q.codes][:, tc]))
             tl.append(len(tc))
         tl_a = np.log(np.asarray(tl, dtype=np.float64))
+        if meta.get("homology_score"):
+            from homalign.methods.base import score_values
+            from homalign.model.homology import ranking_scores
+
+            scores["adapter"] = score_values([
+                ranking_scores(model, meta, q.codes, eq, db.sequence(int(t)).codes, emb[int(t)])
+                for t in cand])
         scores["sw"] = np.asarray(align_batch(
             sws, [GapCosts.uniform(len(q.codes), n_t) for n_t in tl], mode="local",
             score_only=True))

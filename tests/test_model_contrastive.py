@@ -117,3 +117,25 @@ def test_adapter_only_training_leaves_the_aligner_untouched() -> None:
     loss.backward()
     assert model.scorer.W.grad is None and model.encoder.embed.weight.grad is None
     assert head.W.grad is not None and float(head.shift.grad.abs()) > 0
+
+
+def test_hard_negatives_come_from_other_folds_of_the_same_split() -> None:
+    from homalign.search.database import SequenceDB
+    from homalign.sequence import Sequence
+
+    data = _toy_pairs(n_groups=5, length=40)
+    seqs = [Sequence(f"s{k}", "".join("ARNDCQEGHILKMFPSTWYV"[c] for c in codes))
+            for k, codes in enumerate(data.codes)]
+    data.db = SequenceDB.from_sequences(seqs)
+    data.groups = data.groups[:4]  # the fifth superfamily belongs to "another split"
+    neg = data.hard_negatives(0)
+    assert len(neg) > 0
+    assert all(data.fold[n] != data.fold[0] for n in neg)
+    assert not set(neg.tolist()) & {8, 9}
+    q, t, lq, lt, same = sample_batch(data, 3, np.random.default_rng(0), hard=True)
+    assert t.shape[0] == 6 and same.shape == (3, 6)
+    assert torch.equal(same[:, :3], torch.eye(3, dtype=torch.bool))
+    assert not bool(same[:, 3:].diagonal().any())  # each query's hard negative is another fold
+    model = AlignerModel(AlignerConfig()).eval()
+    z = homology_logits(model, model.homology, q, t, lq, lt)
+    assert z.shape == (3, 6) and torch.isfinite(homology_loss(z, same))
