@@ -157,3 +157,17 @@ def test_resume_continues_from_checkpoint(tmp_path: Path, monkeypatch: pytest.Mo
     # a different command must not silently resume this run
     with pytest.raises(SystemExit):
         _run(crashed, fasta, 30)
+
+
+def test_second_run_on_same_folder_is_refused(tmp_path: Path) -> None:
+    fasta = _write_fasta(tmp_path / "toy.fa")
+    out = tmp_path / "run"
+    out.mkdir()
+    held = pretrain._lock_run(out)
+    try:
+        with pytest.raises(SystemExit, match="in use"):
+            _run(out, fasta, 5)
+        assert not (out / "log.jsonl").exists()
+    finally:
+        held.close()
+    assert _run(out, fasta, 5) == 0

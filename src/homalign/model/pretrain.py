@@ -267,6 +267,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _lock_run(out: Path):
+    """Exclusive lock on ``<out>/.lock``: a second run on the same folder would interleave the
+    log and overwrite the checkpoint, so it exits instead."""
+    import fcntl
+
+    fh = open(out / ".lock", "w")  # noqa: SIM115 - kept open for the run's lifetime
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise SystemExit(f"{out} is in use by another pre-training run") from None
+    return fh
+
+
 def _encoder_config(text: str) -> dict:
     user = json.loads(text)
     bad = set(user) - set(ENCODER_KEYS)
@@ -299,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    lock = _lock_run(out)  # held until the process exits
     config = _encoder_config(args.config)
     settings = {k: getattr(args, k) for k in ("fasta", "exclude", "steps", "lr", "weight_decay",
                                               "warmup", "window", "max_tokens", "mask_rate",
@@ -397,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             evaluate_and_checkpoint()
             t0 = time.time()  # step times exclude evaluation
     emit({"event": "done", "step": step, "best": best})
+    lock.close()
     return 0
 
 
