@@ -16,7 +16,8 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
 * parasail's striped Smith-Waterman (``sw_striped_sat`` / ``sw_striped_32``, score only) on the
   same sequences, and our ratio to it;
 * ``align_batch`` over many 300x300 pairs (threads = numba's current thread count);
-* posterior_matrix (forward-backward, float64 log space).
+* posterior_matrix (forward-backward; scaled probability space by default, float64 log space
+  with method="log").
 
 The Markdown table is printed and written to benchmarks/results/dp.md (atomically), with the
 command line at the top.
