@@ -7,6 +7,10 @@ whose posterior beats ``threshold``). Sequences only; works offline (weights shi
 Options: ``threshold`` (MEA threshold, default from the bundled config), ``decode`` ("mea" or
 "viterbi": the exact best path of the learned scores), ``mode`` (the path model of the posteriors,
 default the config's ``decode_mode``). Other options (``matrix``, ``gap_open``...) are accepted and ignored.
+
+Search (``prepare``/``score``) ranks targets by the homology adapter's local forward score when the
+weights carry one (:mod:`homalign.model.contrastive`), else by the best local path of S; ``align``
+reports that score and the calibrated ``homology_probability`` in ``Alignment.extra``.
 """
 
 from __future__ import annotations
