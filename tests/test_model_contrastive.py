@@ -139,3 +139,17 @@ def test_hard_negatives_come_from_other_folds_of_the_same_split() -> None:
     model = AlignerModel(AlignerConfig()).eval()
     z = homology_logits(model, model.homology, q, t, lq, lt)
     assert z.shape == (3, 6) and torch.isfinite(homology_loss(z, same))
+
+
+def test_homology_scores_reuse_the_pair_scores_exactly() -> None:
+    torch.manual_seed(1)
+    model = AlignerModel(AlignerConfig()).eval()
+    with torch.no_grad():
+        torch.nn.init.normal_(model.homology.W, std=0.1)
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(0, 20, 17).astype(np.uint8), rng.integers(0, 20, 23).astype(np.uint8)
+    ea, eb = model.embed(a), model.embed(b)
+    fresh, g1 = model.homology_embedded(a, ea, b, eb)
+    reused, g2 = model.homology_embedded(a, ea, b, eb, model.score_embedded(a, ea, b, eb))
+    assert np.allclose(fresh, reused, atol=1e-5)
+    assert np.array_equal(g1.q_ins_open, g2.q_ins_open)

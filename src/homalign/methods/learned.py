@@ -85,7 +85,7 @@ def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
     if head:
         rank = local
         if meta.get("homology_score"):
-            rank = ranking_score(model, meta, query.codes, e_q, target.codes, e_t)
+            rank = ranking_score(model, meta, query.codes, e_q, target.codes, e_t, (S, gaps))
             extra["homology_score"] = rank
         extra["homology_probability"] = homology_probability(head, rank, len(query), len(target))
     aln = Alignment(query_id=query.id, target_id=target.id, query=query.residues,

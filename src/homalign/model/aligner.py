@@ -65,17 +65,24 @@ class AlignerModel(nn.Module):
 
     @torch.no_grad()
     def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
-                          e_t: Tensor):
-        """(S_h float32 (Lq, Lt), GapCosts): the scores whose local forward score ranks homologs."""
+                          e_t: Tensor, scores=None):
+        """(S_h float32 (Lq, Lt), GapCosts): the scores whose local forward score ranks homologs.
+
+        ``scores``: this pair's ``score_embedded`` result, reused instead of recomputed.
+        """
         from homalign.dp import GapCosts
 
-        cq = torch.as_tensor(codes_q.astype(np.int64))[None]
-        ct = torch.as_tensor(codes_t.astype(np.int64))[None]
-        S, gaps = self.scorer(cq, e_q, ct, e_t)
-        S_h = self.homology.substitution(S, e_q, e_t)
-        lq, lt = len(codes_q), len(codes_t)
-        return (np.ascontiguousarray(S_h[0].numpy(), dtype=np.float32),
-                GapCosts(**gaps.to_numpy(0, lq, lt)))
+        if scores is None:
+            cq = torch.as_tensor(codes_q.astype(np.int64))[None]
+            ct = torch.as_tensor(codes_t.astype(np.int64))[None]
+            S_t, gaps_t = self.scorer(cq, e_q, ct, e_t)
+            S_h = self.homology.substitution(S_t, e_q, e_t)[0]
+            lq, lt = len(codes_q), len(codes_t)
+            return (np.ascontiguousarray(S_h.numpy(), dtype=np.float32),
+                    GapCosts(**gaps_t.to_numpy(0, lq, lt)))
+        S, gaps = scores
+        S_h = self.homology.substitution(torch.as_tensor(S)[None], e_q, e_t)[0]
+        return np.ascontiguousarray(S_h.numpy(), dtype=np.float32), gaps
 
     def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray):
         """(S float32 (Lq, Lt), GapCosts) of two encoded sequences (eval mode, no gradient)."""

@@ -44,7 +44,8 @@ def fit_homology_head(score: np.ndarray, lq: np.ndarray, lt: np.ndarray, label: 
     return {"a": float(a), "b": float(b), "c": float(c)}
 
 
-def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray, e_t):
+def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray, e_t,
+                   scores=None):
     """PairScores for ranking a target against a query with a loaded model.
 
     With a trained homology adapter (``meta["homology_score"]``, see
@@ -54,18 +55,19 @@ def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndar
     from homalign.methods.base import PairScores
 
     if meta.get("homology_score"):
-        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t)
+        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t, scores)
         return PairScores(S_h, gaps, "local", "forward")
-    S, gaps = model.score_embedded(codes_q, e_q, codes_t, e_t)
+    S, gaps = scores if scores is not None else model.score_embedded(codes_q, e_q, codes_t, e_t)
     return PairScores(S, gaps, "local", "viterbi")
 
 
 def ranking_score(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray,
-                  e_t) -> float:
+                  e_t, scores=None) -> float:
     """The score of :func:`ranking_scores` (what the homology head's probability is fitted on)."""
     from homalign.methods.base import score_values
 
-    return float(score_values([ranking_scores(model, meta, codes_q, e_q, codes_t, e_t)])[0])
+    return float(score_values([ranking_scores(model, meta, codes_q, e_q, codes_t, e_t,
+                                              scores)])[0])
 
 
 def homology_probability(head: dict, score: float, lq: int, lt: int) -> float:
