@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 {
     cat benchmarks/summary.md
-    for f in alignment learned profile search dp train; do
+    for f in alignment learned learned_speed profile search dp train; do
         echo
         echo "---"
         echo
