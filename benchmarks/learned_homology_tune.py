@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--forward", action="store_true", help="also rank by forward scores")
     ap.add_argument("--rerank", type=int, default=0,
                     help="re-rank the top K by SW by posterior-based scores (ea, ea+sw)")
+    ap.add_argument("--heldout", action="store_true",
+                    help="queries only from the train folds held out from homology training "
+                         "(homalign.model.contrastive.load_scop_pairs' validation folds)")
     ap.add_argument("--out", type=Path, default=None, help="JSON with per-query results")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -69,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     index = ScopIndex(labels)
     db = SequenceDB.from_fasta(fasta)
     pool = [i for i in sorted(labels) if i not in dev and index.scorable(i)]
+    if args.heldout:
+        import zlib
+
+        pool = [i for i in pool if zlib.crc32(labels[i].fold.encode()) % 10_000 < 800]
     queries = pool[:: max(len(pool) // args.queries, 1)][: args.queries]
     model, meta = load_model(args.weights)
     model.eval()
