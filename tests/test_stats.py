@@ -160,3 +160,22 @@ def test_unrelated_pairs_sources():
     for t in ts:
         orig = by_id[t.id.split("_", 1)[1]]
         assert sorted(t.residues) == sorted(orig.residues)
+
+
+def test_calibration_cache_follows_the_method_fingerprint(tmp_path, monkeypatch):
+    """A learned method's new weights must not reuse the E-value fit of the old ones."""
+    import dataclasses
+
+    from homalign.methods import METHODS, get_method
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
+    version = {"v": "weights-1"}
+    fake = dataclasses.replace(get_method("sw"), name="sw-fp",
+                               fingerprint=lambda: version["v"])
+    monkeypatch.setitem(METHODS, "sw-fp", fake)
+    calibrate("sw-fp", {}, n_pairs=60, seed=1)
+    calibrate("sw-fp", {}, n_pairs=60, seed=1)  # same weights: cached
+    assert len(list((tmp_path / "evd").glob("sw-fp-*.json"))) == 1
+    version["v"] = "weights-2"
+    calibrate("sw-fp", {}, n_pairs=60, seed=1)  # new weights: a new fit
+    assert len(list((tmp_path / "evd").glob("sw-fp-*.json"))) == 2

@@ -497,6 +497,9 @@ def calibrate(
     if sequences is not None:
         digest = hashlib.sha256("".join(s.residues for s in sequences).encode()).hexdigest()[:12]
         source = f"{source}:{digest}"
+    fingerprint = get_method(method).fingerprint
+    if fingerprint is not None:
+        source = f"{source}:{fingerprint()}"
     key = _options_key(method, options, n_pairs, seed, source)
     path = cache_dir() / f"{method}-{key}.json"
     if use_cache and not refit and path.exists():

@@ -55,6 +55,8 @@ class Method:
     (two representations → PairScores), which ``homalign.search`` uses to score one query against
     many targets without rebuilding the query. Peers (external programs) only give ``align``.
     ``available()`` returns None when the method can run here, else the reason it cannot.
+    ``fingerprint()`` (optional) identifies the method's scoring beyond its options — e.g. a hash of
+    learned weights — so caches keyed on the method (E-value calibration) notice a new model.
     """
 
     name: str
@@ -65,6 +67,7 @@ class Method:
     score: Callable[..., PairScores] | None = None
     available: Callable[[], str | None] = field(default=lambda: None)
     defaults: dict = field(default_factory=dict)
+    fingerprint: Callable[[], str] | None = None  # changes when the method's scores change
 
 
 def dp_method(

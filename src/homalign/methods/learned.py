@@ -37,6 +37,16 @@ def _available() -> str | None:
     return None
 
 
+def _fingerprint() -> str:
+    """sha256 (16 hex) of the bundled weights and their JSON (config, homology head)."""
+    import hashlib
+
+    base = resources.files("homalign").joinpath("weights")
+    h = hashlib.sha256(base.joinpath("learned.safetensors").read_bytes())
+    h.update(base.joinpath("learned.json").read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _model():
     from homalign.model import load_bundled
 
@@ -99,5 +109,5 @@ register(Method(
     description="learned substitution scores and position-specific gaps (CRF-trained encoder), "
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
-    defaults={"decode": "mea"},
+    defaults={"decode": "mea"}, fingerprint=_fingerprint,
 ))

@@ -1,0 +1,74 @@
+"""``search(method="learned")``: ranks by the bundled homology adapter's local forward score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import homalign
+from homalign.alphabet import ALPHABET, BACKGROUND
+from homalign.methods.base import score_values
+from homalign.model import load_bundled
+from homalign.model.homology import ranking_score, ranking_scores
+from homalign.search import SequenceDB, search
+from homalign.sequence import Sequence
+
+AA = ALPHABET[:20]
+
+
+def _random(rng: np.random.Generator, n: int) -> str:
+    """Residues drawn from the BLOSUM62 background (the composition of real proteins)."""
+    p = np.asarray(BACKGROUND[:20], dtype=np.float64)
+    return "".join(AA[k] for k in rng.choice(20, n, p=p / p.sum()))
+
+
+def _mutate(rng: np.random.Generator, s: str, rate: float) -> str:
+    sub = _random(rng, len(s))
+    return "".join(sub[k] if rng.random() < rate else c for k, c in enumerate(s))
+
+
+@pytest.fixture(scope="module")
+def db_and_query() -> tuple[SequenceDB, Sequence]:
+    rng = np.random.default_rng(11)
+    query = _random(rng, 120)
+    seqs = [Sequence("homolog", _mutate(rng, query, 0.35))]
+    seqs += [Sequence(f"random{k}", _random(rng, int(rng.integers(80, 200)))) for k in range(30)]
+    return SequenceDB.from_sequences(seqs), Sequence("query", query)
+
+
+def test_bundled_weights_carry_a_trained_adapter() -> None:
+    model, meta = load_bundled()
+    assert meta["homology_score"]["score"] == "forward-local"
+    assert float(model.homology.W.detach().abs().sum()) > 0
+    assert "homology" in meta and {"a", "b", "c"} <= set(meta["homology"])
+
+
+def test_search_ranks_by_the_adapter_forward_score(db_and_query) -> None:
+    db, query = db_and_query
+    hits = search(query, db, "learned", evalue=1e9, prefilter=False, traceback=False)
+    assert hits[0].target_id == "homolog"
+    model, meta = load_bundled()
+    eq = model.embed(query.codes)
+    for h in hits[:5]:
+        t = db.sequence(h.target_index)
+        want = ranking_score(model, meta, query.codes, eq, t.codes, model.embed(t.codes))
+        assert h.score == pytest.approx(want, rel=1e-5, abs=1e-4)
+        ps = ranking_scores(model, meta, query.codes, eq, t.codes, model.embed(t.codes))
+        assert ps.kind == "forward" and ps.mode == "local"
+        assert h.score == pytest.approx(float(score_values([ps])[0]), rel=1e-5, abs=1e-4)
+    assert all(a.evalue <= b.evalue for a, b in zip(hits, hits[1:], strict=False))
+    assert hits[0].evalue < 1e-3 < hits[1].evalue  # only the homolog is significant
+
+
+def test_align_reports_the_same_score_and_a_probability(db_and_query) -> None:
+    db, query = db_and_query
+    homolog = db.sequence(db.index_of("homolog"))
+    unrelated = db.sequence(db.index_of("random0"))
+    a = homalign.align(query, homolog, method="learned")
+    b = homalign.align(query, unrelated, method="learned")
+    model, meta = load_bundled()
+    want = ranking_score(model, meta, query.codes, model.embed(query.codes), homolog.codes,
+                         model.embed(homolog.codes))
+    assert a.extra["homology_score"] == pytest.approx(want, rel=1e-5, abs=1e-4)
+    assert 0.0 <= b.extra["homology_probability"] < a.extra["homology_probability"] <= 1.0
+    assert a.extra["homology_probability"] > 0.5
