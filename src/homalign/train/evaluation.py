@@ -37,6 +37,7 @@ from torch import nn
 from homalign.train.atomic import write_atomic
 from homalign.train.checkpoint import CheckpointStore, CorruptCheckpointError, LoadedCheckpoint
 from homalign.train.config import EvalSettings
+from homalign.train.export import improves
 from homalign.train.state import MODEL_PREFIX
 from homalign.train.summary import EventWriter
 from homalign.train.task import EvalFn, ExportFn
@@ -109,11 +110,7 @@ class ContinuousEvaluator:
 
     def is_better(self, value: float, best: float | None) -> bool:
         """Whether ``value`` improves on ``best`` (NaN and infinities never do)."""
-        if not math.isfinite(value):
-            return False
-        if best is None:
-            return True
-        return value > best if self.settings.mode == "max" else value < best
+        return improves(value, best, self.settings.mode)
 
     # --- evaluation -------------------------------------------------------------------------
     def poll(self) -> dict[str, Any] | None:

@@ -33,6 +33,16 @@ WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
 
 
+def improves(value: float, best: float | None, mode: str) -> bool:
+    """Whether a metric ``value`` improves on ``best`` (``mode`` "max" or "min"); NaN and
+    infinities never do, anything finite improves on no value."""
+    if not math.isfinite(value):
+        return False
+    if best is None:
+        return True
+    return value < best if mode == "min" else value > best
+
+
 @dataclass
 class ExportResult:
     """Where an export went and what it holds."""
@@ -70,11 +80,7 @@ class BestExporter:
 
     def is_better(self, value: float, best: float | None) -> bool:
         """Whether ``value`` improves on ``best``."""
-        if not math.isfinite(value):
-            return False
-        if best is None:
-            return True
-        return value < best if self.mode == "min" else value > best
+        return improves(value, best, self.mode)
 
     def maybe_export(
         self,
