@@ -30,6 +30,13 @@ DEFAULT_QUERIES = DATA / "scope" / "dev-queries.txt"
 HOMALIGN = [sys.executable, "-c", "import sys; from homalign.cli import main; sys.exit(main())"]
 
 
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def _queries(args) -> list[str]:
     from homalign.evaluate.homology import labels_from_fasta, read_query_list
 
@@ -140,10 +147,7 @@ def memory(args) -> None:
         peak_kib = int(res.stdout.strip().splitlines()[-1])
         rows.append({"mode": mode, "queries": qfa.read_text().count(">"),
                      "peak_rss_mib": peak_kib / 1024, "seconds": time.perf_counter() - t0})
-    with open(out / "memory.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    _write_csv(out / "memory.csv", rows)
     print("| mode | queries | peak RSS (MiB) | seconds |")
     print("|---|---|---|---|")
     for r in rows:
@@ -180,10 +184,7 @@ def calibration(args) -> None:
                      **{f"E<={x:g}": float((ev <= x).sum()) / len(qs) for x in (0.1, 1, 5, 10)}})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "calibration.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    _write_csv(out / "calibration.csv", rows)
     print("| method | E-value source | E ≤ 0.1 | E ≤ 1 | E ≤ 5 | E ≤ 10 |")
     print("|---|---|---|---|---|---|")
     for r in rows:

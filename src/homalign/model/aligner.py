@@ -70,17 +70,7 @@ class AlignerModel(nn.Module):
 
         ``scores``: this pair's ``score_embedded`` result, reused instead of recomputed.
         """
-        from homalign.dp import GapCosts
-
-        if scores is None:
-            cq = torch.as_tensor(codes_q.astype(np.int64))[None]
-            ct = torch.as_tensor(codes_t.astype(np.int64))[None]
-            S_t, gaps_t = self.scorer(cq, e_q, ct, e_t)
-            S_h = self.homology.substitution(S_t, e_q, e_t)[0]
-            lq, lt = len(codes_q), len(codes_t)
-            return (np.ascontiguousarray(S_h.numpy(), dtype=np.float32),
-                    GapCosts(**gaps_t.to_numpy(0, lq, lt)))
-        S, gaps = scores
+        S, gaps = scores if scores is not None else self.score_embedded(codes_q, e_q, codes_t, e_t)
         S_h = self.homology.substitution(torch.as_tensor(S)[None], e_q, e_t)[0]
         return np.ascontiguousarray(S_h.numpy(), dtype=np.float32), gaps
 

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from homalign.model.weights import _atomic_write_bytes, load_model
+    from homalign.model.weights import atomic_write_bytes, load_model
 
     ap = argparse.ArgumentParser(description="fit the learned aligner's homology head")
     ap.add_argument("--weights", required=True)
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                  "heldout_brier": brier, "heldout_ece": ece, "heldout_auc": auc})
     meta["homology"] = head
     stem = Path(args.weights)
-    _atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
     print(json.dumps({**head, "seconds": time.time() - t0}))
     return 0
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ from torch import Tensor, nn
 from homalign.alphabet import N_AA, X_CODE
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
+from homalign.model.weights import atomic_torch_save, atomic_write_bytes
 
 MASK_CODE = X_CODE
 """Input code of a masked position (``X``: the alphabet has no spare code)."""
@@ -208,26 +208,14 @@ def learning_rate(step: int, total: int, peak: float, warmup: int) -> float:
 
 
 # --------------------------------------------------------------------------------------- I/O
-def _atomic_write(path: Path, data: bytes) -> None:
-    from homalign.model.weights import _atomic_write_bytes
-
-    _atomic_write_bytes(path, data)
-
-
-def _atomic_torch_save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def save_encoder(encoder: ResidueEncoder, config: dict, out: Path, extra: dict) -> None:
     """Write ``<out>/encoder.safetensors`` (state dict, no prefix) and ``<out>/encoder.json``."""
     from safetensors.torch import save as st_save
 
     tensors = {k: v.detach().contiguous().cpu() for k, v in encoder.state_dict().items()}
-    _atomic_write(out / "encoder.safetensors", st_save(tensors))
+    atomic_write_bytes(out / "encoder.safetensors", st_save(tensors))
     meta = {"config": config, **extra}
-    _atomic_write(out / "encoder.json", (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write_bytes(out / "encoder.json", (json.dumps(meta, indent=2) + "\n").encode())
 
 
 def load_encoder(stem: str | Path) -> tuple[ResidueEncoder, dict]:
@@ -378,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
                           "pretrain": settings})
         rec["best_val_loss"] = best["val_loss"]
         emit(rec)
-        _atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+        atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                             "torch_rng": torch.get_rng_state(), "step": step, "epoch": epoch,
                             "index": index, "best": json.dumps(best), "config": config,
                             "settings": settings, "log_bytes": log_path.stat().st_size},

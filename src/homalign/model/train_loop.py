@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -45,7 +44,7 @@ from homalign.model.data import (
 )
 from homalign.model.decode import mea_align
 from homalign.model.loss import alignment_nll, masked_cross_entropy
-from homalign.model.weights import save_model
+from homalign.model.weights import atomic_torch_save, save_model
 from homalign.paths import shared_data_root
 
 DATA = shared_data_root()
@@ -160,12 +159,6 @@ def tune_decoding(model: AlignerModel, pairs: list[TrainPair], modes: tuple[str,
     return out
 
 
-def _atomic_torch_save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="run directory (log, checkpoint, best model)")
@@ -262,16 +255,15 @@ def main(argv: list[str] | None = None) -> int:
         model = AlignerModel(cfg)
         model.load_state_dict(init.state_dict())
     if args.init_encoder:
-        from safetensors.torch import load_file
+        from homalign.model.pretrain import load_encoder
 
-        stem = Path(args.init_encoder)
-        enc_cfg = json.loads(stem.with_suffix(".json").read_text()).get("config", {})
+        encoder, enc_meta = load_encoder(args.init_encoder)
+        enc_cfg = enc_meta["config"]
         for key in ("dim", "kernel", "dilations"):
-            if key in enc_cfg and list(np.atleast_1d(enc_cfg[key])) != list(
-                    np.atleast_1d(getattr(cfg, key))):
-                raise SystemExit(f"--init-encoder {stem}: {key}={enc_cfg[key]} does not match "
-                                 f"the aligner config ({getattr(cfg, key)})")
-        model.encoder.load_state_dict(load_file(str(stem.with_suffix(".safetensors"))))
+            if list(np.atleast_1d(enc_cfg[key])) != list(np.atleast_1d(getattr(cfg, key))):
+                raise SystemExit(f"--init-encoder {args.init_encoder}: {key}={enc_cfg[key]} does "
+                                 f"not match the aligner config ({getattr(cfg, key)})")
+        model.encoder.load_state_dict(encoder.state_dict())
     head: HomologyScore = model.homology
     if float(head.W.detach().abs().sum()) == 0.0:  # untrained adapter: start at the offset
         with torch.no_grad():
@@ -318,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         emit({"event": "eval", "step": 0, **evaluate_all()})
 
     def checkpoint() -> None:
-        _atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+        atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                             "state": state}, ckpt)
 
     if not args.homology_only:

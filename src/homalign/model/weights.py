@@ -22,7 +22,7 @@ from homalign.model.config import AlignerConfig
 BUNDLED = "learned"
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -38,13 +38,24 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def atomic_torch_save(obj: dict, path: Path) -> None:
+    """``torch.save`` to a temporary file, then rename (a crash never leaves half a checkpoint)."""
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write_bytes(Path(path), buf.getvalue())
+
+
 def save_model(model: AlignerModel, stem: str | Path, extra: dict | None = None) -> None:
     """Write ``<stem>.safetensors`` and ``<stem>.json`` (config + ``extra`` metadata)."""
     stem = Path(stem)
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    _atomic_write_bytes(stem.with_suffix(".safetensors"), st_save(tensors))
+    atomic_write_bytes(stem.with_suffix(".safetensors"), st_save(tensors))
     meta = {"config": model.cfg.to_dict(), **(extra or {})}
-    _atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
+    atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
 
 
 def _build(weights: bytes, meta: dict) -> AlignerModel:
@@ -78,4 +89,4 @@ def load_bundled() -> tuple[AlignerModel, dict]:
     return _build(weights, meta), meta
 
 
-__all__ = ["load_bundled", "load_model", "save_model"]
+__all__ = ["atomic_torch_save", "atomic_write_bytes", "load_bundled", "load_model", "save_model"]
