@@ -72,3 +72,15 @@ def test_align_reports_the_same_score_and_a_probability(db_and_query) -> None:
     assert a.extra["homology_score"] == pytest.approx(want, rel=1e-5, abs=1e-4)
     assert 0.0 <= b.extra["homology_probability"] < a.extra["homology_probability"] <= 1.0
     assert a.extra["homology_probability"] > 0.5
+
+
+def test_search_hits_carry_the_learned_mea_alignment(db_and_query) -> None:
+    db, query = db_and_query
+    hits = search(query, db, "learned", evalue=1e9, max_hits=3, prefilter=False)
+    for h in hits:
+        want = homalign.align(query, db.sequence(h.target_index), method="learned")
+        assert h.alignment is not None
+        np.testing.assert_array_equal(h.alignment.pairs, want.pairs)
+        assert h.alignment.extra["homology_probability"] == pytest.approx(
+            want.extra["homology_probability"], rel=1e-6)
+        assert h.alignment.evalue == h.evalue

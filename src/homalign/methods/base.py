@@ -55,6 +55,9 @@ class Method:
     (two representations → PairScores), which ``homalign.search`` uses to score one query against
     many targets without rebuilding the query. Peers (external programs) only give ``align``.
     ``available()`` returns None when the method can run here, else the reason it cannot.
+    ``align_prepared(query, target, qrep, trep, **options)`` (optional) is ``align`` given the two
+    prepared representations; ``search`` traces its hits back with it when present (the learned
+    method: the MEA alignment that ``align`` gives, not the best path of the ranking scores).
     ``fingerprint()`` (optional) identifies the method's scoring beyond its options — e.g. a hash of
     learned weights — so caches keyed on the method (E-value calibration) notice a new model.
     """
@@ -68,6 +71,7 @@ class Method:
     available: Callable[[], str | None] = field(default=lambda: None)
     defaults: dict = field(default_factory=dict)
     fingerprint: Callable[[], str] | None = None  # changes when the method's scores change
+    align_prepared: Callable[..., Alignment] | None = None
 
 
 def dp_method(

@@ -10,7 +10,8 @@ default the config's ``decode_mode``). Other options (``matrix``, ``gap_open``..
 
 Search (``prepare``/``score``) ranks targets by the homology adapter's local forward score when the
 weights carry one (:mod:`homalign.model.contrastive`), else by the best local path of S; ``align``
-reports that score and the calibrated ``homology_probability`` in ``Alignment.extra``.
+reports that score and the calibrated ``homology_probability`` in ``Alignment.extra``; search hits
+are traced back by ``align`` itself (the MEA alignment; ``Hit.score`` stays the ranking score).
 """
 
 from __future__ import annotations
@@ -70,6 +71,14 @@ def _score(q: tuple, t: tuple, **_: Any) -> PairScores:
 
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
            decode: str = "mea", mode: str | None = None, **_: Any) -> Alignment:
+    return _align_prepared(query, target, None, None, threshold=threshold, decode=decode,
+                           mode=mode)
+
+
+def _align_prepared(query: Sequence, target: Sequence, qrep: tuple | None, trep: tuple | None,
+                    *, threshold: float | None = None, decode: str = "mea",
+                    mode: str | None = None, **_: Any) -> Alignment:
+    """``align`` reusing ``_prepare``'s embeddings (``search`` traces its hits back with it)."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
@@ -78,7 +87,8 @@ def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
     model, meta = _model()
     cfg = model.cfg
     mode = mode or cfg.decode_mode
-    e_q, e_t = model.embed(query.codes), model.embed(target.codes)
+    e_q = qrep[1] if qrep is not None else model.embed(query.codes)
+    e_t = trep[1] if trep is not None else model.embed(target.codes)
     S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t)
     extra: dict[str, Any] = {}
     if decode == "mea":
@@ -109,5 +119,5 @@ register(Method(
     description="learned substitution scores and position-specific gaps (CRF-trained encoder), "
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
-    defaults={"decode": "mea"}, fingerprint=_fingerprint,
+    defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
 ))

@@ -97,8 +97,10 @@ def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: 
                options: dict[str, Any]) -> Alignment:
     from homalign.dp import align as dp_align
 
-    assert method.score is not None
     target = reps.db.sequence(t)
+    if method.align_prepared is not None:
+        return method.align_prepared(query, target, qrep, reps.get(t), **options)
+    assert method.score is not None
     ps = method.score(qrep, reps.get(t), **options)
     res = dp_align(ps.S, ps.gaps, mode=ps.mode)
     return Alignment(query_id=query.id, target_id=target.id, query=query.residues,
