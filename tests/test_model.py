@@ -211,3 +211,39 @@ def test_padded_batch_embeddings_equal_each_sequence_alone() -> None:
         alone = enc(torch.as_tensor(short)[None])
     assert torch.allclose(both[0, :11], alone[0], atol=1e-6)
     assert float(both[0, 11:].abs().max()) == 0.0
+
+
+def test_pair_refiner_starts_as_identity_and_pads_like_one_pair() -> None:
+    """The 2-D refinement of S is zero at initialisation; trained, a padded batch gives each pair
+    the same corrected S as that pair alone, and the training loss reaches its weights."""
+    from homalign.model.encoder import PAD
+
+    base = _perturbed_model(1)
+    cfg = AlignerConfig(dim=16, dilations=(1, 2), pair_channels=4, pair_kernel=3, pair_layers=2)
+    refined = AlignerModel(cfg).eval()
+    missing, unexpected = refined.load_state_dict(base.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("scorer.refine.") for k in missing)
+    q, t = encode(Q[:40]), encode(T[:55])
+    np.testing.assert_array_equal(base.score_pair(q, t)[0], refined.score_pair(q, t)[0])
+
+    torch.manual_seed(2)
+    with torch.no_grad():
+        for p in refined.scorer.refine.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    S_alone = refined.score_pair(q, t)[0]
+    assert float(np.abs(S_alone - base.score_pair(q, t)[0]).max()) > 1e-3
+    qb = torch.full((2, 60), PAD, dtype=torch.int64)
+    tb = torch.full((2, 70), PAD, dtype=torch.int64)
+    qb[0, :40], tb[0, :55] = torch.as_tensor(q.astype(np.int64)), torch.as_tensor(t.astype(np.int64))
+    qb[1], tb[1] = torch.as_tensor(encode(Q[:60]).astype(np.int64)), torch.as_tensor(
+        encode(T[:70]).astype(np.int64))
+    with torch.no_grad():
+        S_batch = refined(qb, tb)[0]
+    np.testing.assert_allclose(S_batch[0, :40, :55].numpy(), S_alone, atol=1e-5)
+
+    refined.train()
+    batch = next(batches(_toy_pairs(2, np.random.default_rng(0)), 256, 10**6,
+                         np.random.default_rng(0), shuffle=False))
+    loss, _ = batch_loss(refined, batch, aux_weight=0.0)
+    loss.backward()
+    assert float(refined.scorer.refine.out.weight.grad.abs().sum()) > 0

@@ -17,7 +17,8 @@ class AlignerConfig:
     learned correction is initialised at zero (a strong prior: the untrained model *is* the
     classical CRF). ``mode`` is the path model of the training likelihood; ``decode_mode`` the one
     whose posteriors are decoded at inference (semiglobal: free end gaps, chosen on held-out train
-    pairs, see docs/learned.md).
+    pairs, see docs/learned.md). ``pair_channels > 0`` adds a 2-D convolutional refinement of S
+    (:class:`homalign.model.scorer.PairRefiner`; zero at initialisation).
     """
 
     dim: int = 32
@@ -31,6 +32,10 @@ class AlignerConfig:
     decode_mode: str = "semiglobal"
     mea_threshold: float = 0.3
     aux_ss: bool = True
+    pair_channels: int = 0
+    pair_rank: int = 2
+    pair_kernel: int = 3
+    pair_layers: int = 2
 
     def to_dict(self) -> dict:
         d = asdict(self)

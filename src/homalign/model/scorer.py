@@ -27,6 +27,43 @@ def _inv_softplus(y: float) -> float:
     return y + math.log(-math.expm1(-y))
 
 
+class PairRefiner(nn.Module):
+    """A small 2-D convolutional network over the pair map that adds a correction to S.
+
+    Input channels at cell (i, j): S, the scaled BLOSUM62 score and ``rank`` products
+    ``(e_i P)_c (e'_j P)_c``; ``layers`` convolutions of width ``channels`` (GELU) and a final
+    one-channel convolution, zero at initialisation (the untrained refiner changes nothing).
+    Cells outside either sequence are zeroed before every convolution, so a padded batch gives
+    the same corrections as one pair on its own. A cell's correction sees its ``kernel``-wide
+    neighbourhood in every layer: the consistency of neighbouring (diagonal) matches, which the
+    per-cell bilinear score cannot express.
+    """
+
+    def __init__(self, dim: int, channels: int, rank: int, kernel: int, layers: int) -> None:
+        super().__init__()
+        if kernel % 2 != 1:
+            raise ValueError(f"pair_kernel must be odd, got {kernel}")
+        self.proj = nn.Linear(dim, rank, bias=False)
+        convs = []
+        cin = 2 + rank
+        for _ in range(layers):
+            convs.append(nn.Conv2d(cin, channels, kernel, padding=kernel // 2))
+            cin = channels
+        self.convs = nn.ModuleList(convs)
+        self.out = nn.Conv2d(cin, 1, kernel, padding=kernel // 2)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, S: Tensor, base: Tensor, e_q: Tensor, e_t: Tensor, mask: Tensor) -> Tensor:
+        pq, pt = self.proj(e_q), self.proj(e_t)                      # (B, Lq, r), (B, Lt, r)
+        prod = pq.permute(0, 2, 1)[:, :, :, None] * pt.permute(0, 2, 1)[:, :, None, :]
+        m = mask[:, None].to(S.dtype)
+        x = torch.cat([S[:, None], base[:, None], prod], dim=1) * m
+        for conv in self.convs:
+            x = nn.functional.gelu(conv(x)) * m
+        return S + self.out(x)[:, 0] * mask.to(S.dtype)
+
+
 class PairScorer(nn.Module):
     """Embeddings of two sequences -> (S (B, Lq, Lt), SoftGaps)."""
 
@@ -43,6 +80,8 @@ class PairScorer(nn.Module):
         self.ext_bias = nn.Parameter(torch.tensor([_inv_softplus(cfg.gap_extend * NATS_PER_HALF_BIT)]))
         self.open_w = nn.Parameter(torch.zeros(cfg.dim))
         self.ext_w = nn.Parameter(torch.zeros(cfg.dim))
+        self.refine = (PairRefiner(cfg.dim, cfg.pair_channels, cfg.pair_rank, cfg.pair_kernel,
+                                   cfg.pair_layers) if cfg.pair_channels > 0 else None)
 
     def gap_costs(self, e: Tensor) -> tuple[Tensor, Tensor]:
         """Per-residue (open, extend) costs in nats, each (B, L)."""
@@ -53,7 +92,11 @@ class PairScorer(nn.Module):
                 ) -> tuple[Tensor, SoftGaps]:
         base = self.matrix[codes_q[:, :, None], codes_t[:, None, :]]
         W = 0.5 * (self.W + self.W.T)
-        S = torch.exp(self.log_scale) * base + torch.einsum("bid,de,bje->bij", e_q, W, e_t)
+        scaled = torch.exp(self.log_scale) * base
+        S = scaled + torch.einsum("bid,de,bje->bij", e_q, W, e_t)
+        if self.refine is not None:
+            mask = (codes_q != PAD)[:, :, None] & (codes_t != PAD)[:, None, :]
+            S = self.refine(S, scaled, e_q, e_t, mask)
         qo, qe = self.gap_costs(e_q)
         to, te = self.gap_costs(e_t)
         B, LQ, LT = S.shape
@@ -90,4 +133,4 @@ class HomologyScore(nn.Module):
                 "adapter_norm": float(self.W.detach().norm())}
 
 
-__all__ = ["PAD", "HomologyScore", "PairScorer"]
+__all__ = ["PAD", "HomologyScore", "PairRefiner", "PairScorer"]

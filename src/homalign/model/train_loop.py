@@ -253,7 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         init, init_meta = load_model(args.init)
         cfg = AlignerConfig.from_dict({**init_meta["config"], **json.loads(args.config)})
         model = AlignerModel(cfg)
-        model.load_state_dict(init.state_dict())
+        missing, unexpected = model.load_state_dict(init.state_dict(), strict=False)
+        if unexpected or any(not k.startswith("scorer.refine.") for k in missing):
+            raise SystemExit(f"--init {args.init}: weights do not fit the config "
+                             f"(missing {missing}, unexpected {unexpected})")
     if args.init_encoder:
         from homalign.model.pretrain import load_encoder
 
