@@ -54,14 +54,21 @@ class PairRefiner(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, S: Tensor, base: Tensor, e_q: Tensor, e_t: Tensor, mask: Tensor) -> Tensor:
+    def forward(self, S: Tensor, base: Tensor, e_q: Tensor, e_t: Tensor,
+                mask: Tensor | None = None) -> Tensor:
+        """Refined S; ``mask`` (B, Lq, Lt) marks the cells inside both sequences (None: all)."""
         pq, pt = self.proj(e_q), self.proj(e_t)                      # (B, Lq, r), (B, Lt, r)
         prod = pq.permute(0, 2, 1)[:, :, :, None] * pt.permute(0, 2, 1)[:, :, None, :]
-        m = mask[:, None].to(S.dtype)
-        x = torch.cat([S[:, None], base[:, None], prod], dim=1) * m
+        x = torch.cat([S[:, None], base[:, None], prod], dim=1)
+        m = None if mask is None else mask[:, None].to(S.dtype)
+        if m is not None:
+            x = x * m
         for conv in self.convs:
-            x = nn.functional.gelu(conv(x)) * m
-        return S + self.out(x)[:, 0] * mask.to(S.dtype)
+            x = nn.functional.gelu(conv(x))
+            if m is not None:
+                x = x * m
+        delta = self.out(x)[:, 0]
+        return S + (delta if m is None else delta * m[:, 0])
 
 
 class PairScorer(nn.Module):
@@ -95,7 +102,9 @@ class PairScorer(nn.Module):
         scaled = torch.exp(self.log_scale) * base
         S = scaled + torch.einsum("bid,de,bje->bij", e_q, W, e_t)
         if self.refine is not None:
-            mask = (codes_q != PAD)[:, :, None] & (codes_t != PAD)[:, None, :]
+            mask = None
+            if bool((codes_q == PAD).any()) or bool((codes_t == PAD).any()):
+                mask = (codes_q != PAD)[:, :, None] & (codes_t != PAD)[:, None, :]
             S = self.refine(S, scaled, e_q, e_t, mask)
         qo, qe = self.gap_costs(e_q)
         to, te = self.gap_costs(e_t)
