@@ -24,15 +24,11 @@ class ConvBlock(nn.Module):
                               dilation=dilation)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        # padded positions must stay zero (as the conv's own zero padding of a lone sequence);
-        # mask None: no padding (one sequence), nothing to zero
-        h = self.norm(x)
-        if mask is not None:
-            h = h * mask
-        h = self.conv(h.transpose(1, 2)).transpose(1, 2)
-        x = x + self.drop(nn.functional.gelu(h))
-        return x if mask is None else x * mask
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        # padded positions must stay zero (as the conv's own zero padding of a lone sequence)
+        h = (self.norm(x) * mask).transpose(1, 2)
+        h = self.conv(h).transpose(1, 2)
+        return (x + self.drop(nn.functional.gelu(h))) * mask
 
 
 class ResidueEncoder(nn.Module):
@@ -45,11 +41,6 @@ class ResidueEncoder(nn.Module):
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, codes: Tensor) -> Tensor:
-        if not bool((codes == PAD).any()):
-            x = self.embed(codes)
-            for block in self.blocks:
-                x = block(x, None)
-            return self.norm(x)
         mask = (codes != PAD).unsqueeze(-1).to(self.embed.weight.dtype)
         x = self.embed(codes) * mask
         for block in self.blocks:
