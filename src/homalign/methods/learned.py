@@ -17,7 +17,7 @@ are traced back by ``align`` itself (the MEA alignment; ``Hit.score`` stays the 
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -54,19 +54,41 @@ def _model():
     return load_bundled()
 
 
-def _prepare(seq: Sequence, **_: Any) -> tuple[np.ndarray, Any]:
+class LearnedRep(NamedTuple):
+    """A prepared protein: codes, embeddings (1, L, dim) and, for a query profile built by an
+    iterative search (:func:`profile_rep`), its residue weights (L, K)."""
+
+    codes: np.ndarray
+    embedding: Any
+    profile: np.ndarray | None = None
+
+
+def _prepare(seq: Sequence, **_: Any) -> LearnedRep:
     """Codes and embeddings of one sequence (computed once per protein by ``search``)."""
     model, _meta = _model()
-    return seq.codes, model.embed(seq.codes)
+    return LearnedRep(seq.codes, model.embed(seq.codes))
 
 
-def _score(q: tuple, t: tuple, **_: Any) -> PairScores:
+def _score(q: LearnedRep, t: LearnedRep, **_: Any) -> PairScores:
     """What ``search`` ranks: the homology adapter's local forward score when the bundled model
     has one (``homalign.model.contrastive``), else the learned S's best local path."""
     from homalign.model.homology import ranking_scores
 
     model, meta = _model()
-    return ranking_scores(model, meta, q[0], q[1], t[0], t[1])
+    return ranking_scores(model, meta, q.codes, q.embedding, t.codes, t.embedding,
+                          profile_q=q.profile)
+
+
+def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
+                query_weight: float = 0.5) -> LearnedRep:
+    """The query's profile representation from aligned hits ``(hit rep, (query, hit) pairs)``
+    (:func:`homalign.model.profile.build_profile`); ``search`` scores it like a query."""
+    from homalign.model.profile import ProfileMember, build_profile
+
+    prof = build_profile(query.codes, query.embedding,
+                         [ProfileMember(r.codes, r.embedding, p) for r, p in members],
+                         query_weight=query_weight)
+    return LearnedRep(query.codes, prof.embedding, prof.residues)
 
 
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
@@ -75,7 +97,8 @@ def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
                            mode=mode)
 
 
-def _align_prepared(query: Sequence, target: Sequence, qrep: tuple | None, trep: tuple | None,
+def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
+                    trep: LearnedRep | None,
                     *, threshold: float | None = None, decode: str = "mea",
                     mode: str | None = None, **_: Any) -> Alignment:
     """``align`` reusing ``_prepare``'s embeddings (``search`` traces its hits back with it)."""
@@ -87,9 +110,10 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: tuple | None, trep:
     model, meta = _model()
     cfg = model.cfg
     mode = mode or cfg.decode_mode
-    e_q = qrep[1] if qrep is not None else model.embed(query.codes)
-    e_t = trep[1] if trep is not None else model.embed(target.codes)
-    S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t)
+    e_q = qrep.embedding if qrep is not None else model.embed(query.codes)
+    e_t = trep.embedding if trep is not None else model.embed(target.codes)
+    prof = qrep.profile if qrep is not None else None
+    S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t, prof)
     extra: dict[str, Any] = {}
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)

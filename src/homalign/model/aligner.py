@@ -52,25 +52,32 @@ class AlignerModel(nn.Module):
         return self.encoder(torch.as_tensor(codes.astype(np.int64))[None])
 
     @torch.no_grad()
-    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor):
-        """(S float32 (Lq, Lt), GapCosts) for the exact DP, from precomputed embeddings."""
+    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
+                       profile_q: np.ndarray | None = None):
+        """(S float32 (Lq, Lt), GapCosts) for the exact DP, from precomputed embeddings.
+
+        ``profile_q`` (Lq, K): a query profile's residue weights (see ``PairScorer.forward``).
+        """
         from homalign.dp import GapCosts
 
         cq = torch.as_tensor(codes_q.astype(np.int64))[None]
         ct = torch.as_tensor(codes_t.astype(np.int64))[None]
-        S, gaps = self.scorer(cq, e_q, ct, e_t)
+        prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
+        S, gaps = self.scorer(cq, e_q, ct, e_t, prof)
         lq, lt = len(codes_q), len(codes_t)
         S_np = np.ascontiguousarray(S[0].numpy(), dtype=np.float32)
         return S_np, GapCosts(**gaps.to_numpy(0, lq, lt))
 
     @torch.no_grad()
     def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
-                          e_t: Tensor, scores=None):
+                          e_t: Tensor, scores=None, profile_q: np.ndarray | None = None):
         """(S_h float32 (Lq, Lt), GapCosts): the scores whose local forward score ranks homologs.
 
         ``scores``: this pair's ``score_embedded`` result, reused instead of recomputed.
         """
-        S, gaps = scores if scores is not None else self.score_embedded(codes_q, e_q, codes_t, e_t)
+        if scores is None:
+            scores = self.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+        S, gaps = scores
         S_h = self.homology.substitution(torch.as_tensor(S)[None], e_q, e_t)[0]
         return np.ascontiguousarray(S_h.numpy(), dtype=np.float32), gaps
 

@@ -45,19 +45,22 @@ def fit_homology_head(score: np.ndarray, lq: np.ndarray, lt: np.ndarray, label: 
 
 
 def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray, e_t,
-                   scores=None):
+                   scores=None, profile_q: np.ndarray | None = None):
     """PairScores for ranking a target against a query with a loaded model.
 
     With a trained homology adapter (``meta["homology_score"]``, see
     :mod:`homalign.model.contrastive`): the local *forward* score of ``S_h``; otherwise the best
-    local path of the aligner's own ``S``.
+    local path of the aligner's own ``S``. ``profile_q``: a query profile (see
+    :mod:`homalign.model.profile`), ``e_q`` then being its embeddings.
     """
     from homalign.methods.base import PairScores
 
     if meta.get("homology_score"):
-        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t, scores)
+        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t, scores, profile_q)
         return PairScores(S_h, gaps, "local", "forward")
-    S, gaps = scores if scores is not None else model.score_embedded(codes_q, e_q, codes_t, e_t)
+    if scores is None:
+        scores = model.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+    S, gaps = scores
     return PairScores(S, gaps, "local", "viterbi")
 
 

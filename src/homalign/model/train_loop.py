@@ -169,6 +169,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tmalign", type=Path, default=DATA / "scope" / "tmalign-pairs.train.tsv")
     ap.add_argument("--no-tmalign", action="store_true")
     ap.add_argument("--max-pairs-per-family", type=int, default=40)
+    ap.add_argument("--max-identity", type=float, default=None, metavar="X",
+                    help="train only on pairs whose reference identity is below X (validation "
+                         "keeps every pair), e.g. to fine-tune on remote homologs")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--window", type=int, default=256)
     ap.add_argument("--max-cells", type=int, default=400_000)
@@ -241,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_tmalign:
         data += load_tmalign(args.tmalign)
     train, val = split_by_group(data)
+    if args.max_identity is not None:
+        train = [p for p in train if p.identity < args.max_identity]
     vrng = np.random.default_rng(1)
     val = [val[k] for k in sorted(vrng.choice(len(val), min(args.val_pairs, len(val)),
                                               replace=False))]
