@@ -12,6 +12,10 @@ Methods (all on the HOMSTRAD dev reference pairs, every member pair of every fam
 * ``learned``: the trained model (``--weights`` stem, default the bundled weights): exact
   posteriors of its scores + MEA decoding (what ``homalign.align(method="learned")`` does).
 * ``learned-viterbi``: the best path of the trained model's scores (no posterior decoding).
+* ``learned-template``: template mode (``--template-weights`` stem, default the bundled
+  ``learned_template``): the target's secondary structure and accessibility from the family's
+  ``.tem`` file are model input, as HHpred reads a template's DSSP. Not sequence-only: reported
+  separately.
 
 Scores from :mod:`homalign.evaluate.metrics` (mean over pairs; twilight = reference identity
 < 30%). Speed: ``learned`` end to end (encode both, score, posteriors, MEA) on random pairs of
@@ -32,8 +36,10 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-DEV = Path("/work/shared/data/homstrad/dev")
-ALL = ("nw", "sw", "crf0", "learned", "learned-viterbi")
+from homalign.paths import shared_data_root  # noqa: E402
+
+DEV = shared_data_root() / "homstrad" / "dev"
+ALL = ("nw", "sw", "crf0", "learned", "learned-viterbi", "learned-template")
 
 
 def _aligner(name: str, model):
@@ -54,14 +60,29 @@ def _aligner(name: str, model):
             return align(S, gaps, mode=model.cfg.decode_mode).pairs
         return run
 
-    def run(q, t):
-        S, gaps = model.score_pair(q, t)
+    def run(q, t, tokens=None):
+        S, gaps = model.score_pair(q, t, tokens)
         P = posterior_matrix(S, gaps, mode=model.cfg.decode_mode)
         return mea_align(P, model.cfg.mea_threshold).pairs
     return run
 
 
-def evaluate(methods: list[str], weights: str | None, data: Path, limit: int | None) -> dict:
+def _target_tokens(data: Path):
+    """ReferencePair -> the target's template tokens, from its family's ``.tem`` file."""
+    from homalign.model.template import parse_template, read_template_annotations
+
+    notes: dict[str, dict] = {}
+
+    def tokens(r):
+        if r.family not in notes:
+            notes[r.family] = read_template_annotations(str(data / r.family / f"{r.family}.tem"))
+        ss, acc = notes[r.family][r.target.id]
+        return parse_template(len(r.target), ss, acc, record=r.target.id)
+    return tokens
+
+
+def evaluate(methods: list[str], weights: str | None, data: Path, limit: int | None,
+             template_weights: str | None = None) -> dict:
     from homalign.evaluate.metrics import score_pair, summarise
     from homalign.evaluate.reference import load_reference_pairs
     from homalign.model import AlignerModel, load_bundled, load_model
@@ -74,10 +95,17 @@ def evaluate(methods: list[str], weights: str | None, data: Path, limit: int | N
     out = {}
     for name in methods:
         model = AlignerModel().eval() if name == "crf0" else trained
-        run = _aligner(name, model)
         t0 = time.time()
-        rows = [score_pair(run(r.query.codes, r.target.codes), r.pairs, len(r.query),
-                           len(r.target), ref_identity=r.identity) for r in refs]
+        if name == "learned-template":
+            model = (load_model(template_weights)[0] if template_weights
+                     else load_bundled("learned_template")[0])
+            run, tok = _aligner(name, model), _target_tokens(data)
+            aligned = [run(r.query.codes, r.target.codes, tok(r)) for r in refs]
+        else:
+            run = _aligner(name, model)
+            aligned = [run(r.query.codes, r.target.codes) for r in refs]
+        rows = [score_pair(a, r.pairs, len(r.query), len(r.target), ref_identity=r.identity)
+                for a, r in zip(aligned, refs, strict=True)]
         out[name] = {**summarise(rows), "seconds": time.time() - t0}
         print(name, {k: round(v, 4) if isinstance(v, float) else v
                      for k, v in out[name].items()}, flush=True)
@@ -128,7 +156,9 @@ def write_markdown(path: Path, res: dict, pps: tuple[float, float] | None, comma
             f"{r['twilight_balanced']:.3f} | {r['seconds']:.0f} |")
     lines += ["", "nw/sw: BLOSUM62 11/1 exact DP; crf0: untrained CRF (BLOSUM62 11/1 in nats) + "
               "posterior MEA decoding; learned: trained model + MEA; learned-viterbi: best path of "
-              "the trained scores. Twilight: reference identity < 30%."]
+              "the trained scores; learned-template: template mode (the target's `.tem` secondary "
+              "structure and accessibility are input; not sequence-only). Twilight: reference "
+              "identity < 30%."]
     if pps is not None:
         lines += ["", f"Speed of `homalign.align(..., method=\"learned\")` at L = 300, one thread, "
                   f"after warm-up: {pps[0]:.1f} pairs/s by wall time on the shared machine, "
@@ -140,6 +170,8 @@ def write_markdown(path: Path, res: dict, pps: tuple[float, float] | None, comma
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--weights", default=None, help="model stem (default: the bundled weights)")
+    ap.add_argument("--template-weights", default=None,
+                    help="template-mode model stem (default: the bundled learned_template)")
     ap.add_argument("--data", type=Path, default=DEV)
     ap.add_argument("--methods", default=",".join(ALL))
     ap.add_argument("--limit", type=int, default=None)
@@ -151,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(methods) - set(ALL)
     if unknown:
         ap.error(f"unknown methods {sorted(unknown)}")
-    res = evaluate(methods, args.weights, args.data, args.limit)
+    res = evaluate(methods, args.weights, args.data, args.limit, args.template_weights)
     pps = None if args.no_speed else speed(args.weights)
     if pps is not None:
         print(f"speed: {pps[0]:.1f} pairs/s (wall), {pps[1]:.1f} pairs/s (CPU time) at L=300")

@@ -31,8 +31,30 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--msa", default=None,
                    help="how profile methods get MSAs: single | iterative:N (needs --db)")
     p.add_argument("--db", default=None, help="sequence database FASTA for --msa iterative:N")
+    p.add_argument("--template", default=None, metavar="TEM",
+                   help="template mode of --method learned: a JOY/HOMSTRAD .tem file with every "
+                        "target's secondary structure and accessibility (by record id)")
     p.add_argument("-o", "--out", default="-", help="output file (default: stdout)")
     return p
+
+
+def _template_options(path: str, targets, method: str) -> list[dict]:
+    """Per target, the ``target_ss``/``target_acc`` options read from a ``.tem`` file."""
+    from homalign.errors import InputError
+    from homalign.model.template import read_template_annotations
+
+    if method != "learned":
+        raise InputError(f"--template is read by --method learned only, not {method!r}",
+                         path=path)
+    notes = read_template_annotations(path)
+    out = []
+    for t in targets:
+        if t.id not in notes:
+            raise InputError("no secondary structure track for this target", path=path,
+                             record=t.id)
+        ss, acc = notes[t.id]
+        out.append({"target_ss": ss, "target_acc": acc})
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
         options["msa"] = args.msa
     if args.db is not None:
         options["db"] = args.db
-    alignments = [align(q, t, method=args.method, **options) for q in queries for t in targets]
+    per_target = [{} for _ in targets]
+    if args.template is not None:
+        per_target = _template_options(args.template, targets, args.method)
+    alignments = [align(q, t, method=args.method, **options, **extra)
+                  for q in queries for t, extra in zip(targets, per_target, strict=True)]
     if args.out == "-":
         _emit(alignments, args.format, sys.stdout)
     else:

@@ -6,7 +6,10 @@ of the same path model the network was trained on, decoded by maximum expected a
 whose posterior beats ``threshold``). Sequences only; works offline (weights ship in the package).
 Options: ``threshold`` (MEA threshold, default from the bundled config), ``decode`` ("mea" or
 "viterbi": the exact best path of the learned scores), ``mode`` (the path model of the posteriors,
-default the config's ``decode_mode``). Other options (``matrix``, ``gap_open``...) are accepted and ignored.
+default the config's ``decode_mode``), ``target_ss`` / ``target_acc`` (template mode: the target's
+known secondary structure and accessibility, one letter per residue, read by the bundled
+template-mode weights ``learned_template``; see :mod:`homalign.model.template`). Other options
+(``matrix``, ``gap_open``...) are accepted and ignored.
 
 Search (``prepare``/``score``) ranks targets by the homology adapter's local forward score when the
 weights carry one (:mod:`homalign.model.contrastive`), else by the best local path of S; ``align``
@@ -48,10 +51,13 @@ def _fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def _model():
+TEMPLATE_WEIGHTS = "learned_template"
+
+
+def _model(name: str = "learned"):
     from homalign.model import load_bundled
 
-    return load_bundled()
+    return load_bundled(name)
 
 
 class LearnedRep(NamedTuple):
@@ -92,29 +98,41 @@ def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
 
 
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
-           decode: str = "mea", mode: str | None = None, **_: Any) -> Alignment:
+           decode: str = "mea", mode: str | None = None, target_ss: str | None = None,
+           target_acc: str | None = None, **_: Any) -> Alignment:
     return _align_prepared(query, target, None, None, threshold=threshold, decode=decode,
-                           mode=mode)
+                           mode=mode, target_ss=target_ss, target_acc=target_acc)
 
 
 def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
                     trep: LearnedRep | None,
                     *, threshold: float | None = None, decode: str = "mea",
-                    mode: str | None = None, **_: Any) -> Alignment:
+                    mode: str | None = None, target_ss: str | None = None,
+                    target_acc: str | None = None, **_: Any) -> Alignment:
     """``align`` reusing ``_prepare``'s embeddings (``search`` traces its hits back with it)."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
     from homalign.model.homology import homology_probability, ranking_score
 
-    model, meta = _model()
+    extra: dict[str, Any] = {}
+    if target_ss is not None:  # template mode: its own weights, so no prepared embeddings
+        from homalign.model.template import parse_template
+
+        tokens = parse_template(len(target), target_ss, target_acc, record=target.id)
+        model, meta = _model(TEMPLATE_WEIGHTS)
+        qrep, trep = None, LearnedRep(target.codes, model.embed(target.codes, tokens))
+        extra["template"] = True
+    elif target_acc is not None:
+        raise ValueError("target_acc needs target_ss (template mode reads both)")
+    else:
+        model, meta = _model()
     cfg = model.cfg
     mode = mode or cfg.decode_mode
     e_q = qrep.embedding if qrep is not None else model.embed(query.codes)
     e_t = trep.embedding if trep is not None else model.embed(target.codes)
     prof = qrep.profile if qrep is not None else None
     S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t, prof)
-    extra: dict[str, Any] = {}
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)
         res = mea_align(P, cfg.mea_threshold if threshold is None else float(threshold))

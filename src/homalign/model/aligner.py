@@ -27,16 +27,17 @@ class AlignerModel(nn.Module):
         super().__init__()
         self.cfg = cfg or AlignerConfig()
         c = self.cfg
-        self.encoder = ResidueEncoder(c.dim, c.kernel, c.dilations, c.dropout)
+        self.encoder = ResidueEncoder(c.dim, c.kernel, c.dilations, c.dropout, c.template)
         self.scorer = PairScorer(c)
         self.ss_head = nn.Linear(c.dim, N_SS)
         self.acc_head = nn.Linear(c.dim, N_ACC)
         self.homology = HomologyScore(c.dim)  # ranking adapter (homalign.model.contrastive)
 
-    def forward(self, codes_q: Tensor, codes_t: Tensor
+    def forward(self, codes_q: Tensor, codes_t: Tensor, tokens_t: Tensor | None = None
                 ) -> tuple[Tensor, SoftGaps, Tensor, Tensor]:
+        """``tokens_t``: the target's template tokens (template mode; ``cfg.template``)."""
         e_q = self.encoder(codes_q)
-        e_t = self.encoder(codes_t)
+        e_t = self.encoder(codes_t, tokens_t)
         S, gaps = self.scorer(codes_q, e_q, codes_t, e_t)
         return S, gaps, e_q, e_t
 
@@ -47,9 +48,11 @@ class AlignerModel(nn.Module):
         return self.acc_head(e)
 
     @torch.no_grad()
-    def embed(self, codes: np.ndarray) -> Tensor:
-        """Embeddings (1, L, dim) of one encoded sequence (call in eval mode)."""
-        return self.encoder(torch.as_tensor(codes.astype(np.int64))[None])
+    def embed(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> Tensor:
+        """Embeddings (1, L, dim) of one encoded sequence (call in eval mode); ``tokens``: its
+        template tokens (template mode)."""
+        tok = None if tokens is None else torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
+        return self.encoder(torch.as_tensor(codes.astype(np.int64))[None], tok)
 
     @torch.no_grad()
     def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
@@ -81,9 +84,11 @@ class AlignerModel(nn.Module):
         S_h = self.homology.substitution(torch.as_tensor(S)[None], e_q, e_t)[0]
         return np.ascontiguousarray(S_h.numpy(), dtype=np.float32), gaps
 
-    def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray):
+    def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray,
+                   tokens_t: np.ndarray | None = None):
         """(S float32 (Lq, Lt), GapCosts) of two encoded sequences (eval mode, no gradient)."""
-        return self.score_embedded(codes_q, self.embed(codes_q), codes_t, self.embed(codes_t))
+        return self.score_embedded(codes_q, self.embed(codes_q), codes_t,
+                                   self.embed(codes_t, tokens_t))
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -18,7 +18,9 @@ class AlignerConfig:
     classical CRF). ``mode`` is the path model of the training likelihood; ``decode_mode`` the one
     whose posteriors are decoded at inference (semiglobal: free end gaps, chosen on held-out train
     pairs, see docs/learned.md). ``pair_channels > 0`` adds a 2-D convolutional refinement of S
-    (:class:`homalign.model.scorer.PairRefiner`; zero at initialisation).
+    (:class:`homalign.model.scorer.PairRefiner`; zero at initialisation). ``template`` lets the
+    encoder read the target's known secondary structure and accessibility (template mode, as
+    HHpred reads DSSP; :class:`homalign.model.encoder.ResidueEncoder`).
     """
 
     dim: int = 32
@@ -36,6 +38,7 @@ class AlignerConfig:
     pair_rank: int = 2
     pair_kernel: int = 3
     pair_layers: int = 2
+    template: bool = False
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -19,9 +19,8 @@ import torch
 
 from homalign.alphabet import encode
 from homalign.model.encoder import PAD
+from homalign.model.template import ACC_TRACK, SS_TRACK
 
-SS_TRACK = "secondary structure and phi angle"
-ACC_TRACK = "solvent accessibility"
 _SS_CLASS = {"H": 0, "G": 0, "I": 0, "E": 1, "B": 1}  # anything else (C, P, coil marks) -> 2
 _ACC_CLASS = {"T": 0, "F": 1}
 

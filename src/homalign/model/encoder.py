@@ -31,18 +31,43 @@ class ConvBlock(nn.Module):
         return (x + self.drop(nn.functional.gelu(h))) * mask
 
 
-class ResidueEncoder(nn.Module):
-    """Codes (B, L) -> embeddings (B, L, dim)."""
+N_TEMPLATE = 12
+"""Template tokens: ``(ss + 1) * 3 + (acc + 1)`` for ss in {-1 unknown, 0 helix, 1 strand, 2 other}
+and acc in {-1 unknown, 0 exposed, 1 buried}; token 0 (nothing known) adds nothing."""
 
-    def __init__(self, dim: int, kernel: int, dilations: tuple[int, ...], dropout: float) -> None:
+
+def template_tokens(ss: Tensor, acc: Tensor) -> Tensor:
+    """Template tokens from per-residue class labels (-1 = unknown, as in the training batches)."""
+    return (ss.clamp(-1, 2) + 1) * 3 + (acc.clamp(-1, 1) + 1)
+
+
+class ResidueEncoder(nn.Module):
+    """Codes (B, L) -> embeddings (B, L, dim).
+
+    With ``template=True`` the encoder also reads known structure annotations of a protein
+    (template tokens, :func:`template_tokens`), added to the residue embeddings before the
+    convolutions; their embedding starts at zero, so a template encoder initialised from a
+    sequence-only one is that encoder until trained, and token 0 (nothing known) never adds anything.
+    """
+
+    def __init__(self, dim: int, kernel: int, dilations: tuple[int, ...], dropout: float,
+                 template: bool = False) -> None:
         super().__init__()
         self.embed = nn.Embedding(N_CODES + 1, dim, padding_idx=PAD)
         self.blocks = nn.ModuleList(ConvBlock(dim, kernel, d, dropout) for d in dilations)
         self.norm = nn.LayerNorm(dim)
+        self.template = nn.Embedding(N_TEMPLATE, dim, padding_idx=0) if template else None
+        if self.template is not None:
+            nn.init.zeros_(self.template.weight)
 
-    def forward(self, codes: Tensor) -> Tensor:
+    def forward(self, codes: Tensor, tokens: Tensor | None = None) -> Tensor:
         mask = (codes != PAD).unsqueeze(-1).to(self.embed.weight.dtype)
-        x = self.embed(codes) * mask
+        x = self.embed(codes)
+        if tokens is not None:
+            if self.template is None:
+                raise ValueError("this encoder was built without template=True")
+            x = x + self.template(tokens)
+        x = x * mask
         for block in self.blocks:
             x = block(x, mask)
         return self.norm(x) * mask

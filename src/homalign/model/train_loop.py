@@ -43,6 +43,7 @@ from homalign.model.data import (
     split_by_group,
 )
 from homalign.model.decode import mea_align
+from homalign.model.encoder import template_tokens
 from homalign.model.loss import alignment_nll, masked_cross_entropy
 from homalign.model.weights import atomic_torch_save, save_model
 from homalign.paths import shared_data_root
@@ -63,10 +64,22 @@ def pair_f1(pred: np.ndarray, ref: np.ndarray) -> float:
     return 2 * p * r / (p + r)
 
 
+def target_tokens(model: AlignerModel, batch: Batch) -> torch.Tensor | None:
+    """The target's template tokens (its ``.tem`` labels) for a template-mode model, else None."""
+    return template_tokens(batch.t_ss, batch.t_acc) if model.cfg.template else None
+
+
+def pair_tokens(model: AlignerModel, pair: TrainPair) -> np.ndarray | None:
+    """:func:`target_tokens` of one whole pair."""
+    if not model.cfg.template:
+        return None
+    return template_tokens(torch.as_tensor(pair.t_ss), torch.as_tensor(pair.t_acc)).numpy()
+
+
 def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "crf"
                ) -> tuple[torch.Tensor, dict]:
     """Mean per-residue alignment NLL of the batch plus the auxiliary losses."""
-    S, gaps, e_q, e_t = model(batch.q, batch.t)
+    S, gaps, e_q, e_t = model(batch.q, batch.t, target_tokens(model, batch))
     nll = alignment_nll(S, gaps, batch.lq, batch.lt, batch.pairs, model.cfg.mode, dp)
     per_res = (nll / (batch.lq + batch.lt).to(nll.dtype)).mean()
     aux = torch.zeros(())
@@ -86,7 +99,7 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
     nlls, f1s, ids = [], [], []
     for batch in batches(pairs, window, max_cells, rng, shuffle=False):
         with torch.no_grad():
-            S, gaps, _, _ = model(batch.q, batch.t)
+            S, gaps, _, _ = model(batch.q, batch.t, target_tokens(model, batch))
         S = S.detach().requires_grad_(True)
         P = None
         if model.cfg.decode_mode != model.cfg.mode:
@@ -149,7 +162,7 @@ def tune_decoding(model: AlignerModel, pairs: list[TrainPair], modes: tuple[str,
     for mode in modes:
         f1 = np.zeros((len(thresholds), len(pairs)))
         for k, p in enumerate(pairs):
-            S, gaps = model.score_pair(p.q, p.t)
+            S, gaps = model.score_pair(p.q, p.t, pair_tokens(model, p))
             P = posterior_matrix(S, gaps, mode)
             for a, th in enumerate(thresholds):
                 f1[a, k] = pair_f1(mea_align(P, th).pairs, p.pairs)
@@ -259,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = AlignerConfig.from_dict({**init_meta["config"], **json.loads(args.config)})
         model = AlignerModel(cfg)
         missing, unexpected = model.load_state_dict(init.state_dict(), strict=False)
-        if unexpected or any(not k.startswith("scorer.refine.") for k in missing):
+        new_parts = ("scorer.refine.", "encoder.template.")
+        if unexpected or any(not k.startswith(new_parts) for k in missing):
             raise SystemExit(f"--init {args.init}: weights do not fit the config "
                              f"(missing {missing}, unexpected {unexpected})")
     if args.init_encoder:

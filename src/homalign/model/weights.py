@@ -81,11 +81,14 @@ def load_model(stem: str | Path) -> tuple[AlignerModel, dict]:
 
 
 @cache
-def load_bundled() -> tuple[AlignerModel, dict]:
-    """The model shipped inside the package (cached; eval mode)."""
+def load_bundled(name: str = BUNDLED) -> tuple[AlignerModel, dict]:
+    """A model shipped inside the package (cached; eval mode): ``learned`` (sequences only, the
+    default) or ``learned_template`` (template mode: also reads the target's structure)."""
     base = resources.files("homalign").joinpath("weights")
-    meta = json.loads(base.joinpath(f"{BUNDLED}.json").read_text())
-    weights = base.joinpath(f"{BUNDLED}.safetensors").read_bytes()
+    if not base.joinpath(f"{name}.json").is_file():
+        raise FileNotFoundError(f"no bundled weights named {name!r} in homalign/weights")
+    meta = json.loads(base.joinpath(f"{name}.json").read_text())
+    weights = base.joinpath(f"{name}.safetensors").read_bytes()
     return _build(weights, meta), meta
 
 
