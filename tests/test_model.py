@@ -247,3 +247,42 @@ def test_pair_refiner_starts_as_identity_and_pads_like_one_pair() -> None:
     loss, _ = batch_loss(refined, batch, aux_weight=0.0)
     loss.backward()
     assert float(refined.scorer.refine.out.weight.grad.abs().sum()) > 0
+
+
+def test_distillation_pulls_the_students_posteriors_towards_the_teachers() -> None:
+    """The distillation term's gradient with respect to S is P_student - P_teacher: zero when the
+    teacher is the student, and the teacher's posteriors are what the student moves towards."""
+    rng = np.random.default_rng(3)
+    data = _toy_pairs(3, rng)
+    batch = next(batches(data, 256, 10**6, rng, shuffle=False))
+    student = _perturbed_model(4)
+    base, _ = batch_loss(student, batch, aux_weight=0.0)
+    same, _ = batch_loss(student, batch, aux_weight=0.0, teacher=student, distill_weight=5.0)
+    assert float(same) == pytest.approx(float(base), abs=1e-6)
+
+    teacher = _perturbed_model(5)
+    S, gaps, _, _ = teacher(batch.q, batch.t)
+    S = S.detach().requires_grad_(True)
+    from homalign.model.crf import crf_log_partition_batch
+
+    (P_t,) = torch.autograd.grad(crf_log_partition_batch(S, gaps, batch.lq, batch.lt,
+                                                         teacher.cfg.mode).sum(), S)
+    opt = torch.optim.Adam(student.parameters(), lr=0.02)
+
+    def gap_to_teacher() -> float:
+        with torch.no_grad():
+            S_s, g_s, _, _ = student(batch.q, batch.t)
+        S_s = S_s.requires_grad_(True)
+        (P_s,) = torch.autograd.grad(crf_log_partition_batch(S_s, g_s, batch.lq, batch.lt,
+                                                             student.cfg.mode).sum(), S_s)
+        return float((P_s - P_t).abs().sum())
+
+    before = gap_to_teacher()
+    for _ in range(20):
+        loss, _ = batch_loss(student, batch, aux_weight=0.0, teacher=teacher, distill_weight=1.0)
+        # the distillation term alone: subtract the reference likelihood's part
+        ref, _ = batch_loss(student, batch, aux_weight=0.0)
+        opt.zero_grad()
+        (loss - ref).backward()
+        opt.step()
+    assert gap_to_teacher() < 0.7 * before

@@ -76,19 +76,41 @@ def pair_tokens(model: AlignerModel, pair: TrainPair) -> np.ndarray | None:
     return template_tokens(torch.as_tensor(pair.t_ss), torch.as_tensor(pair.t_acc)).numpy()
 
 
-def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "crf"
+def _posteriors(S: torch.Tensor, gaps, lq, lt, mode: str) -> torch.Tensor:
+    """Match posteriors (B, Lq, Lt) of detached scores (no graph kept)."""
+    from dataclasses import fields
+
+    Sd = S.detach().requires_grad_(True)
+    gd = type(gaps)(**{f.name: getattr(gaps, f.name).detach() for f in fields(gaps)})
+    (P,) = torch.autograd.grad(crf_log_partition_batch(Sd, gd, lq, lt, mode).sum(), Sd)
+    return P
+
+
+def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "crf",
+               teacher: AlignerModel | None = None, distill_weight: float = 0.0
                ) -> tuple[torch.Tensor, dict]:
-    """Mean per-residue alignment NLL of the batch plus the auxiliary losses."""
+    """Mean per-residue alignment NLL of the batch plus the auxiliary losses (and, with a
+    ``teacher``, ``distill_weight`` x a distillation term whose gradient with respect to S is the
+    student's minus the teacher's match posteriors, per residue)."""
     S, gaps, e_q, e_t = model(batch.q, batch.t, target_tokens(model, batch))
     nll = alignment_nll(S, gaps, batch.lq, batch.lt, batch.pairs, model.cfg.mode, dp)
-    per_res = (nll / (batch.lq + batch.lt).to(nll.dtype)).mean()
+    norm = (batch.lq + batch.lt).to(nll.dtype)
+    per_res = (nll / norm).mean()
+    distill = torch.zeros(())
+    if teacher is not None and distill_weight > 0:
+        with torch.no_grad():
+            S_t, g_t, _, _ = teacher(batch.q, batch.t, target_tokens(teacher, batch))
+        diff = (_posteriors(S, gaps, batch.lq, batch.lt, model.cfg.mode)
+                - _posteriors(S_t, g_t, batch.lq, batch.lt, model.cfg.mode))
+        distill = ((diff * S).sum(dim=(1, 2)) / norm).mean()
     aux = torch.zeros(())
     if aux_weight > 0:
         aux = (masked_cross_entropy(model.ss_logits(e_q), batch.q_ss)
                + masked_cross_entropy(model.ss_logits(e_t), batch.t_ss)
                + masked_cross_entropy(model.acc_logits(e_q), batch.q_acc)
                + masked_cross_entropy(model.acc_logits(e_t), batch.t_acc)) / 4
-    return per_res + aux_weight * aux, {"nll": float(per_res.detach()), "aux": float(aux.detach())}
+    return (per_res + aux_weight * aux + distill_weight * distill,
+            {"nll": float(per_res.detach()), "aux": float(aux.detach())})
 
 
 def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells: int,
@@ -213,6 +235,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--hard-negatives", action="store_true",
                     help="add one prefilter-mined other-fold hard negative per query")
     ap.add_argument("--shift-init", type=float, default=0.5)
+    ap.add_argument("--teacher", default=None, metavar="STEM",
+                    help="distil the match posteriors of this model (e.g. a template-mode one)")
+    ap.add_argument("--distill-weight", type=float, default=1.0)
     ap.add_argument("--scop", type=Path,
                     default=DATA / "scope" / "astral-2.07-40.trainval.fa")
     ap.add_argument("--config", type=str, default="{}",
@@ -286,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"--init-encoder {args.init_encoder}: {key}={enc_cfg[key]} does "
                                  f"not match the aligner config ({getattr(cfg, key)})")
         model.encoder.load_state_dict(encoder.state_dict())
+    teacher = None
+    if args.teacher:
+        from homalign.model.weights import load_model
+
+        teacher = load_model(args.teacher)[0].eval()
     head: HomologyScore = model.homology
     if float(head.W.detach().abs().sum()) == 0.0:  # untrained adapter: start at the offset
         with torch.no_grad():
@@ -350,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.homology_only:
                 loss, parts = torch.zeros(()), {"nll": math.nan, "aux": math.nan}
             else:
-                loss, parts = batch_loss(model, batch, args.aux_weight, args.dp)
+                loss, parts = batch_loss(model, batch, args.aux_weight, args.dp, teacher,
+                                         args.distill_weight)
             if scop_train is not None:
                 hrng = np.random.default_rng([args.seed, 99, state["step"]])
                 q, t, lq, lt, same = sample_batch(scop_train, args.homology_batch, hrng,
