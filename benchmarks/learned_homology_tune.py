@@ -38,6 +38,7 @@ from homalign.evaluate.homology import (
     labels_from_fasta,
     mean_sensitivity,
     query_sensitivity,
+    train_fold_queries,
 )
 from homalign.matrices import substitution_matrix
 from homalign.model.weights import load_model
@@ -71,12 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = labels_from_fasta(fasta)
     index = ScopIndex(labels)
     db = SequenceDB.from_fasta(fasta)
-    pool = [i for i in sorted(labels) if i not in dev and index.scorable(i)]
-    if args.heldout:
-        import zlib
-
-        pool = [i for i in pool if zlib.crc32(labels[i].fold.encode()) % 10_000 < 800]
-    queries = pool[:: max(len(pool) // args.queries, 1)][: args.queries]
+    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
     model, meta = load_model(args.weights)
     model.eval()
     shifts = [float(x) for x in args.shifts.split(",")]

@@ -19,7 +19,6 @@ import argparse
 import json
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from homalign.evaluate.homology import (
     labels_from_fasta,
     mean_sensitivity,
     query_sensitivity,
+    train_fold_queries,
 )
 from homalign.methods import get_method
 from homalign.paths import shared_data_root
@@ -67,10 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     dev = set((DATA / "scope" / "dev-queries.txt").read_text().split())
     labels = labels_from_fasta(fasta)
     index = ScopIndex(labels)
-    pool = [i for i in sorted(labels) if i not in dev and index.scorable(i)]
-    if args.heldout:
-        pool = [i for i in pool if zlib.crc32(labels[i].fold.encode()) % 10_000 < 800]
-    queries = pool[:: max(len(pool) // args.queries, 1)][: args.queries]
+    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
     cache = json.loads(args.out.read_text()) if args.out.exists() else {}
     hits: dict[str, dict[str, float]] = cache.get("hits", {})
     scores: dict[str, dict[str, float]] = cache.get("scores", {})

@@ -24,6 +24,7 @@ from homalign.evaluate.homology import (
     run_benchmark,
     run_peer,
     sensitivities,
+    train_fold_queries,
 )
 from homalign.stats import random_sequences
 
@@ -41,6 +42,19 @@ LABELS = {
 @pytest.fixture
 def index() -> ScopIndex:
     return ScopIndex({k: Scop.parse(v) for k, v in LABELS.items()})
+
+
+def test_train_fold_queries_skip_excluded_and_unscorable_and_split_by_fold(index):
+    import zlib
+
+    labels = {k: Scop.parse(v) for k, v in LABELS.items()}
+    every = train_fold_queries(labels, index, set(), 100)
+    assert "lonely" not in every and set(every) == {k for k in labels if index.scorable(k)}
+    assert "q" not in train_fold_queries(labels, index, {"q"}, 100)
+    assert len(train_fold_queries(labels, index, set(), 2)) == 2
+    assert zlib.crc32(b"a.1") % 10_000 == 2499  # every scorable domain here is in fold a.1
+    assert train_fold_queries(labels, index, set(), 100, heldout=True, heldout_fraction=0.3) == every
+    assert train_fold_queries(labels, index, set(), 100, heldout=True, heldout_fraction=0.2) == []
 
 
 def test_scop_parse():

@@ -186,6 +186,20 @@ def sensitivities(results: dict[str, list[tuple[str, float, float]]], queries: S
     return out
 
 
+def train_fold_queries(labels: dict[str, Scop], index: ScopIndex, exclude: set[str], n: int,
+                       heldout: bool = False, heldout_fraction: float = 0.08) -> list[str]:
+    """``n`` scorable queries evenly spaced over the sorted domains not in ``exclude`` (the dev
+    queries), for tuning on train folds; ``heldout``: only from the folds that
+    ``homalign.model.contrastive.load_scop_pairs`` holds out (crc32 of the fold name)."""
+    import zlib
+
+    pool = [i for i in sorted(labels) if i not in exclude and index.scorable(i)]
+    if heldout:
+        cut = int(heldout_fraction * 10_000)
+        pool = [i for i in pool if zlib.crc32(labels[i].fold.encode()) % 10_000 < cut]
+    return pool[:: max(len(pool) // n, 1)][:n]
+
+
 def mean_sensitivity(per_query: dict[str, dict[str, float]]) -> dict[str, float]:
     if not per_query:
         return {level: float("nan") for level in LEVELS}
