@@ -304,3 +304,11 @@ def test_synchronous_saves_are_on_disk_before_the_next_step(tmp_path: Path) -> N
     run_until(sv, toy, 12, on_step=check)
     assert committed == [None] * 5 + [5] * 5 + [10] * 2
     assert not any(t.name == "checkpoint" and t.is_alive() for t in sv.services)
+
+
+def test_step_counter_records_a_run_shorter_than_one_summary_period(tmp_path: Path) -> None:
+    toy = make_toy()
+    sv = toy.supervisor(tmp_path, save_summaries_secs=3600.0, summary_fn=None)
+    run_until(sv, toy, 7)
+    rates = read_scalars(tmp_path)["global_step/sec"]
+    assert [s for s, _ in rates] == [7] and rates[0][1] > 0

@@ -20,7 +20,9 @@ Threads started by :meth:`Supervisor.managed_session` (each its own, all on one
   snapshots requested by ``save_model_steps`` are written by the same thread;
 * ``summaries`` — every ``save_summaries_secs`` runs ``summary_fn(session)`` under the step lock
   and appends the values to the run's event file;
-* ``step-counter`` — writes ``global_step/sec`` on the summary schedule;
+* ``step-counter`` — writes ``global_step/sec`` on the summary schedule, and once more at the
+  end of the session for the steps since its last write (so a run shorter than one period still
+  records its rate);
 * services added with :meth:`Supervisor.loop` / :meth:`Supervisor.add_service` and data pipelines
   added with :meth:`Supervisor.add_pipeline`.
 
@@ -261,6 +263,7 @@ class Supervisor:
         self.last_saved: CheckpointInfo | None = None
         self.saved_steps: list[int] = []
         self._pending_services: list[threading.Thread] = []
+        self._step_counter_state: list[float] | None = None  # [time, step] of its last write
         self._pipelines: list[Any] = []
         self._services: list[threading.Thread] = []
         self._snapshots: queue.Queue[Snapshot] = queue.Queue(maxsize=2)
@@ -507,9 +510,10 @@ class Supervisor:
                                self._run_summary_fn, (session,))
             )
         if self.writes and self.save_summaries_secs > 0:
+            self._step_counter_state = [time.monotonic(), session.global_step]
             self._start(
                 LoopingService("step-counter", self.coord, self.save_summaries_secs,
-                               self._step_counter, (session, [time.monotonic(), session.global_step]))
+                               self._step_counter, (session, self._step_counter_state))
             )
         pending, self._pending_services = self._pending_services, []
         for svc in pending:
@@ -523,6 +527,9 @@ class Supervisor:
             if close is not None:
                 with contextlib.suppress(Exception):
                     close()
+        last = self._step_counter_state
+        if last is not None and "step-counter" not in stragglers and session.global_step > last[1]:
+            self._step_counter(session, last)  # the rate of the steps since its last write
         final_error: BaseException | None = None
         if self.writes:
             reasons = self.state_is_sound(session)
