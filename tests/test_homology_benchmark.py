@@ -214,3 +214,28 @@ def test_benchmark_homology_cli(tmp_path):
     bad.write_text("not_in_db\n")
     assert main(["benchmark", "homology", "--db", str(db), "--queries", str(bad),
                  "--methods", "sw", "--out", str(out), "--no-progress"]) == 2
+
+
+def test_iterative_methods_in_the_benchmark(tmp_path):
+    """``METHOD@N``: pssm@2 is the PSI-BLAST-class search, learned@2 its fusion with learned; the
+    rows carry the names and the hit lists the fused E-values."""
+    from homalign.evaluate.homology import parse_iterative_name
+    from homalign.profile.iterative import iterative_search
+    from homalign.search import SequenceDB
+
+    db_fa, ql = _synthetic_scop(tmp_path)
+    summary = run_benchmark(db_fa, ql, ["pssm@2", "learned@2"], tmp_path / "out", progress=False,
+                            limit=2)
+    assert [r["method"] for r in summary] == ["pssm@2", "learned@2"]
+    assert all(r["family"] == 1.0 for r in summary)
+    db = SequenceDB.from_fasta(db_fa)
+    q = db.sequence(db.index_of("d1110"))
+    want = {h.target_id: h.evalue for h in iterative_search(q, db, 2, "learned", evalue=1e9,
+                                                            max_hits=2000, traceback=False)}
+    rows = [line.split("\t") for line in (tmp_path / "out" / "hits" / "learned@2.tsv")
+            .read_text().splitlines() if line.startswith("d1110\t")]
+    assert rows and {r[1]: float(r[3]) for r in rows} == pytest.approx(want, rel=1e-3)
+    assert parse_iterative_name("pssm@3") == ("pssm", 3)
+    for bad in ("pssm@", "@3", "pssm@0", "pssm@x"):
+        with pytest.raises(ValueError, match="METHOD@N"):
+            parse_iterative_name(bad)

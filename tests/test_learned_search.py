@@ -84,3 +84,31 @@ def test_search_hits_carry_the_learned_mea_alignment(db_and_query) -> None:
         assert h.alignment.extra["homology_probability"] == pytest.approx(
             want.extra["homology_probability"], rel=1e-6)
         assert h.alignment.evalue == h.evalue
+
+
+def test_learned_iterative_search_fuses_the_pssm_round(db_and_query) -> None:
+    """``iterative_search(method="learned")``: over the same candidates, each target's E-value is
+    the geometric mean of its learned and last-PSSM-round E-values; hits keep learned alignments."""
+    import math
+
+    from homalign.profile.iterative import iterative_search
+
+    db, query = db_and_query
+    fused = iterative_search(query, db, 2, "learned", evalue=1e9, max_hits=None, prefilter=False)
+    own = {h.target_id: h for h in search(query, db, "learned", evalue=math.inf, max_hits=None,
+                                          prefilter=False, traceback=False)}
+    pssm = {h.target_id: h.evalue for h in iterative_search(query, db, 2, "pssm", evalue=math.inf,
+                                                            max_hits=None, prefilter=False,
+                                                            traceback=False)}
+    assert {h.target_id for h in fused} == set(own) == set(pssm)
+    for h in fused:
+        assert h.evalue == pytest.approx(math.sqrt(own[h.target_id].evalue * pssm[h.target_id]),
+                                         rel=1e-9)
+        assert h.score == own[h.target_id].score
+    assert fused[0].target_id == "homolog"
+    assert all(a.evalue <= b.evalue for a, b in zip(fused, fused[1:], strict=False))
+    top = iterative_search(query, db, 2, "learned", evalue=1e9, max_hits=2, prefilter=False)
+    assert [h.target_id for h in top] == [h.target_id for h in fused[:2]]
+    want = homalign.align(query, db.sequence(top[0].target_index), method="learned")
+    np.testing.assert_array_equal(top[0].alignment.pairs, want.pairs)
+    assert top[0].alignment.evalue == top[0].evalue

@@ -116,3 +116,24 @@ def test_search_iterations_runs_the_iterative_profile_search(homstrad_fasta, tmp
     assert final and final[0].sseqid == q
     assert first <= {h.sseqid for h in final}
     assert {family[h.sseqid] for h in final} == {family[q]}
+
+
+@pytest.mark.slow
+def test_search_learned_iterations_fuses_with_the_pssm_round(homstrad_fasta, tmp_path):
+    from homalign.profile.iterative import iterative_search
+    from homalign.search import SequenceDB
+
+    fasta, family = homstrad_fasta
+    q = next(iter(family))
+    rec = next(r for r in read_fasta(fasta) if r.id == q)
+    qfile = tmp_path / "q.fa"
+    write_fasta(qfile, [rec])
+    out = tmp_path / "fused.tsv"
+    assert main(["search", str(qfile), str(fasta), "--method", "learned", "--iterations", "2",
+                 "--evalue", "1e-2", "-o", str(out), "--no-progress"]) == 0
+    rows = list(read_blast_tab(out))
+    assert rows and rows[0].sseqid == q
+    db = SequenceDB.from_fasta(fasta)
+    want = iterative_search(db.sequence(db.index_of(q)), db, 2, "learned", evalue=1e-2)
+    assert [r.sseqid for r in rows] == [h.target_id for h in want]
+    assert {family[r.sseqid] for r in rows[:3]} == {family[q]}

@@ -49,7 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--max-seqs", type=_positive_int, default=None,
                    help="prefilter: keep at most N targets per query (default 1000)")
     p.add_argument("--iterations", type=_positive_int, default=1,
-                   help="N > 1: iterative profile search (PSI-BLAST style, N rounds)")
+                   help="N > 1: iterative profile search (PSI-BLAST style, N rounds); with a "
+                        "method other than sw/pssm (e.g. learned), that method's ranking is "
+                        "fused with the last PSSM round's")
     p.add_argument("--matrix", default=None, help="substitution matrix (sequence methods)")
     p.add_argument("--gap-open", type=float, default=None, help="gap open cost (BLAST convention)")
     p.add_argument("--gap-extend", type=float, default=None, help="gap extend cost")
@@ -75,27 +77,20 @@ def _method_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
-    """``--iterations N``: N - 1 rounds of :func:`homalign.profile.iterative.build_msa`, then a
-    final search with the profile of the last MSA (the ``pssm`` method)."""
+    """``--iterations N``: :func:`homalign.profile.iterative.iterative_search` for each query
+    (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round)."""
     from tqdm import tqdm
 
-    from homalign.methods.profile import ProteinRep
-    from homalign.profile.iterative import build_msa
-    from homalign.profile.profile import Profile
-    from homalign.search import search
-    from homalign.stats import karlin_altschul
+    from homalign.profile.iterative import PSSM_METHODS, iterative_search
 
-    matrix = opts.get("matrix", "BLOSUM62")
-    go, ge = opts.get("gap_open", 11.0), opts.get("gap_extend", 1.0)
-    params = karlin_altschul(matrix, go, ge)
+    pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}
+    own = {} if args.method in PSSM_METHODS else opts
+    pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
     results = []
     for q in tqdm(queries, desc="iterative search", unit="query", disable=args.no_progress):
-        msa = build_msa(q, db, iterations=args.iterations - 1, prefilter=not args.exhaustive,
-                        matrix=matrix, gap_open=go, gap_extend=ge)
-        rep = ProteinRep(q, source=Profile.from_msa(msa, matrix=matrix))
-        hits = search(q, db, method="pssm", evalue=args.evalue, max_hits=args.max_hits,
-                      prefilter=not args.exhaustive, query_rep=rep, params=params,
-                      matrix=matrix, gap_open=go, gap_extend=ge)
+        hits = iterative_search(q, db, args.iterations, args.method, evalue=args.evalue,
+                                max_hits=args.max_hits, prefilter=not args.exhaustive,
+                                prefilter_options=pf_opts, **pssm, **own)
         results.append((q, hits))
     return results
 

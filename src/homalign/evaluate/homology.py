@@ -246,13 +246,50 @@ def precision_recall(results: dict[str, list[tuple[str, float, float]]], queries
 def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
                         prefilter: bool = True, max_hits: int = 2000, progress: bool = True,
                         **options: Any) -> dict[str, list[tuple[str, float, float]]]:
-    """Search every query against ``db`` (a SequenceDB) with a registered method, scores only."""
+    """Search every query against ``db`` (a SequenceDB) with a registered method, scores only.
+
+    ``METHOD@N`` (e.g. ``pssm@3``, ``learned@3``) runs
+    :func:`homalign.profile.iterative.iterative_search` with N iterations instead."""
     from homalign.search import search_many
 
+    if "@" in method:
+        return _run_iterative(method, queries, db, prefilter=prefilter, max_hits=max_hits,
+                              progress=progress, **options)
     seqs = [db.sequence(db.index_of(q)) for q in queries]
     res = search_many(seqs, db, method, progress=progress, evalue=1e9, max_hits=max_hits,
                       prefilter=prefilter, traceback=False, **options)
     return {q.id: [(h.target_id, h.score, h.evalue) for h in hits] for q, hits in res}
+
+
+def parse_iterative_name(name: str) -> tuple[str, int]:
+    """``METHOD@N`` -> (METHOD, N); errors name the bad part."""
+    base, _, n = name.partition("@")
+    if not base or not n.isdigit() or int(n) < 1:
+        raise ValueError(f"{name!r}: an iterative method is METHOD@N with N >= 1 (e.g. pssm@3)")
+    return base, int(n)
+
+
+def _run_iterative(name: str, queries: Sequence[str], db: Any, *, prefilter: bool, max_hits: int,
+                   progress: bool, **options: Any) -> dict[str, list[tuple[str, float, float]]]:
+    from tqdm import tqdm
+
+    from homalign.methods import get_method
+    from homalign.profile.iterative import PSSM_METHODS, iterative_search
+    from homalign.search import TargetReps
+
+    base, n = parse_iterative_name(name)
+    m = get_method(base)
+    reps = None
+    if base not in PSSM_METHODS and m.prepare is not None and m.score is not None:
+        reps = TargetReps(m, db, {**m.defaults, **options})
+    out = {}
+    for q in tqdm(queries, desc=f"search {name}", unit="query", disable=not progress,
+                  dynamic_ncols=True):
+        hits = iterative_search(db.sequence(db.index_of(q)), db, n, base, evalue=1e9,
+                                max_hits=max_hits, prefilter=prefilter, traceback=False,
+                                target_reps=reps, **options)
+        out[q] = [(h.target_id, h.score, h.evalue) for h in hits]
+    return out
 
 
 def _write_plain_fasta(path: Path, ids: Iterable[str], db: Any) -> None:
@@ -514,8 +551,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ASTRAL FASTA (headers '>id class.fold.superfamily.family ...')")
     p.add_argument("--queries", required=True, metavar="LIST", help="query ids, one a line")
     p.add_argument("--methods", default="sw,blastp,mmseqs", metavar="M1,M2,...",
-                   help=f"homalign methods and peers ({', '.join(PEERS)}); default "
-                        "sw,blastp,mmseqs")
+                   help=f"homalign methods and peers ({', '.join(PEERS)}); METHOD@N is an "
+                        "N-round iterative search (pssm@3: PSI-BLAST class; learned@3: learned "
+                        "fused with the PSSM round); default sw,blastp,mmseqs")
     p.add_argument("--out", required=True, metavar="OUTDIR", help="output directory")
     p.add_argument("--exhaustive", action="store_true", help="homalign methods: no prefilter")
     p.add_argument("--max-hits", type=int, default=2000,
@@ -532,6 +570,9 @@ def run_cli(args: argparse.Namespace) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
         raise ValueError("give at least one method")
+    for m in methods:
+        if "@" in m:
+            parse_iterative_name(m)
     run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
                   max_hits=args.max_hits, threads=args.threads, limit=args.limit,
                   progress=not args.no_progress, peer_evalue=args.peer_evalue)

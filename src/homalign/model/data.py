@@ -195,10 +195,36 @@ def collate(pairs: list[TrainPair]) -> Batch:
     )
 
 
+def mutate(codes: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """``codes`` with each standard residue, with probability ``rate``, redrawn from BLOSUM62's
+    conditional substitution probabilities P(a | b) (so it may stay itself): simulated extra
+    divergence that keeps the structure-based alignment valid."""
+    from homalign.profile.pseudocounts import conditional_matrix
+
+    if rate <= 0.0:
+        return codes
+    P = conditional_matrix("BLOSUM62")
+    cdf = np.cumsum(P, axis=1)
+    cdf[:, -1] = 1.0
+    out = codes.copy()
+    hit = (rng.random(len(codes)) < rate) & (codes < P.shape[0])
+    idx = np.flatnonzero(hit)
+    if len(idx):
+        u = rng.random(len(idx))
+        rows = cdf[codes[idx].astype(np.int64)]
+        out[idx] = (u[:, None] > rows).sum(axis=1).astype(codes.dtype)
+    return out
+
+
 def batches(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.Generator,
-            shuffle: bool = True) -> Iterator[Batch]:
-    """Crop every pair, bucket by size (little padding) and yield batches of <= ``max_cells``."""
+            shuffle: bool = True, mutation_rate: float = 0.0) -> Iterator[Batch]:
+    """Crop every pair, bucket by size (little padding) and yield batches of <= ``max_cells``.
+
+    ``mutation_rate`` > 0 redraws residues of both sequences (:func:`mutate`; augmentation)."""
     cropped = [crop(p, window, rng) for p in pairs]
+    if mutation_rate > 0.0:
+        cropped = [replace(p, q=mutate(p.q, mutation_rate, rng), t=mutate(p.t, mutation_rate, rng))
+                   for p in cropped]
     order = sorted(range(len(cropped)), key=lambda k: (max(len(cropped[k].q), len(cropped[k].t)),
                                                        rng.random() if shuffle else 0.0))
     groups: list[list[int]] = []

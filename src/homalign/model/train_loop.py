@@ -207,6 +207,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-identity", type=float, default=None, metavar="X",
                     help="train only on pairs whose reference identity is below X (validation "
                          "keeps every pair), e.g. to fine-tune on remote homologs")
+    ap.add_argument("--mutate", type=float, default=0.0, metavar="RATE",
+                    help="augmentation: redraw each training residue with this probability from "
+                         "BLOSUM62's substitution probabilities")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--window", type=int, default=256)
     ap.add_argument("--max-cells", type=int, default=400_000)
@@ -371,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     t_last = time.time()
     while state["step"] < args.steps:
         rng = np.random.default_rng([args.seed, state["epoch"]])
-        for k, batch in enumerate(batches(train, args.window, args.max_cells, rng)):
+        for k, batch in enumerate(batches(train, args.window, args.max_cells, rng,
+                                                  mutation_rate=args.mutate)):
             if k < state["in_epoch"]:
                 continue
             if args.cosine:

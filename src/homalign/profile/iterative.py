@@ -16,6 +16,13 @@ the full DP.
 :func:`cached_msa` memoises MSAs on disk as A3M under ``$HOMALIGN_CACHE/msa`` (default
 ``~/.cache/homalign/msa``), keyed by a hash of the sequence, the database (path, size, mtime),
 the number of iterations and the inclusion threshold.
+
+:func:`iterative_search` is the PSI-BLAST-class search itself: ``iterations - 1`` rounds of
+:func:`build_msa`, then the last MSA's profile ranks the prefilter candidates (what ``psiblast
+-num_iterations N`` reports). With another ``method`` (e.g. ``learned``), that method's search and
+the PSSM round rank the *same* candidates and each target's E-value is their weighted geometric
+mean (:func:`homalign.search.fuse_hits`; weight :data:`DEFAULT_FUSION_WEIGHT` on the method):
+the learned scores and the query's family profile see different evidence (docs/learned.md).
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from homalign.sequence import Sequence
 DEFAULT_INCLUSION_EVALUE = 1e-3
 DEFAULT_MAX_HITS = 500
 DEFAULT_MAX_CANDIDATES = 300  # targets per round that pass the k-mer prefilter to the full DP
+DEFAULT_FUSION_WEIGHT = 0.5  # weight of the method's ln E against the PSSM round's (held-out tuned)
+PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
 
 
 def a3m_row(aln: Alignment, query_length: int) -> tuple[str, list[str]]:
@@ -121,6 +130,84 @@ def build_msa(
         included |= ids
         profile = Profile.from_msa(msa, pseudocounts=pseudocounts, matrix=matrix)
     return msa
+
+
+def iterative_search(
+    query: Sequence,
+    db: Any,
+    iterations: int = 3,
+    method: str = "pssm",
+    *,
+    evalue: float = 10.0,
+    max_hits: int | None = 500,
+    prefilter: bool = True,
+    prefilter_options: dict[str, Any] | None = None,
+    traceback: bool = True,
+    inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE,
+    fusion_weight: float = DEFAULT_FUSION_WEIGHT,
+    matrix: str = "BLOSUM62",
+    gap_open: float = 11.0,
+    gap_extend: float = 1.0,
+    target_reps: Any = None,
+    **method_options: Any,
+) -> list:
+    """Hits of an ``iterations``-round profile search of ``db`` (see the module docstring).
+
+    ``method`` ``pssm`` (or ``sw``): PSI-BLAST class, the last round's hits. Any other registered
+    method: its ranking fused with the last PSSM round's over the same prefilter candidates
+    (``fusion_weight`` on the method's ln E); ``method_options`` and ``target_reps`` go to that
+    method's search. ``matrix`` and the gap costs are the PSSM rounds'.
+    """
+    import math
+
+    from homalign.methods.profile import ProteinRep
+    from homalign.search import fuse_hits, search
+    from homalign.search.prefilter import prefilter as run_prefilter
+    from homalign.sequence import as_sequence
+    from homalign.stats import karlin_altschul
+
+    if iterations < 1:
+        raise ValueError("iterations must be at least 1")
+    if not 0.0 <= fusion_weight <= 1.0:
+        raise ValueError(f"fusion_weight must be in [0, 1], got {fusion_weight}")
+    query = as_sequence(query, "query")
+    if isinstance(db, (str, os.PathLike)):
+        db = _open_db(str(db))
+    if iterations > 1:
+        msa = build_msa(query, db, iterations - 1, inclusion_evalue=inclusion_evalue,
+                        prefilter=prefilter, matrix=matrix, gap_open=gap_open,
+                        gap_extend=gap_extend)
+        profile = Profile.from_msa(msa, pseudocounts="matrix", matrix=matrix)
+    else:
+        profile = Profile.from_sequence(query, pseudocounts="matrix", matrix=matrix)
+    rep = ProteinRep(query, source=profile)
+    params = karlin_altschul(matrix, gap_open, gap_extend)
+    pssm_opts = {"query_rep": rep, "params": params, "matrix": matrix, "gap_open": gap_open,
+                 "gap_extend": gap_extend}
+    if method in PSSM_METHODS:
+        return search(query, db, method="pssm", evalue=evalue, max_hits=max_hits,
+                      prefilter=prefilter, prefilter_options=prefilter_options,
+                      traceback=traceback, **pssm_opts)
+    if prefilter:
+        cand = run_prefilter(query.codes, db, **(prefilter_options or {}))
+    else:
+        cand = np.arange(len(db), dtype=np.int64)
+    own = search(query, db, method=method, evalue=math.inf, max_hits=None, candidates=cand,
+                 traceback=False, target_reps=target_reps, **method_options)
+    pssm = search(query, db, method="pssm", evalue=math.inf, max_hits=None, candidates=cand,
+                  traceback=False, **pssm_opts)
+    fused = [h for h in fuse_hits([own, pssm], [fusion_weight, 1.0 - fusion_weight])
+             if h.evalue <= evalue][:max_hits]
+    if not traceback or not fused:
+        return fused
+    keep = np.array([h.target_index for h in fused], dtype=np.int64)
+    alns = {h.target_index: h.alignment
+            for h in search(query, db, method=method, evalue=math.inf, max_hits=None,
+                            candidates=keep, target_reps=target_reps, **method_options)}
+    for h in fused:
+        h.alignment = alns[h.target_index]
+        h.alignment.evalue, h.alignment.bits = h.evalue, h.bits
+    return fused
 
 
 def cache_dir() -> Path:

@@ -13,7 +13,8 @@ Contract (other modules rely on these names)::
     #   sorted by evalue then score
 
 Also: :func:`makedb` (an on-disk database directory with a k-mer index), :func:`search_many`
-(many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text) and
+(many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text), :func:`fuse_hits` (one ranking from
+several searches) and
 :func:`homalign.search.ray_backend.search_ray` (the same search sharded over Ray workers).
 The k-mer prefilter is :func:`homalign.search.prefilter.prefilter`. E-value statistics live in
 :mod:`homalign.stats`.
@@ -21,13 +22,14 @@ The k-mer prefilter is :func:`homalign.search.prefilter.prefilter`. E-value stat
 
 from homalign.search.database import SequenceDB, makedb, open_database
 from homalign.search.engine import TargetReps, search, search_many
-from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, rank_hits, write_hits
+from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, fuse_hits, rank_hits, write_hits
 
 __all__ = [
     "BLAST_TAB_COLUMNS",
     "Hit",
     "SequenceDB",
     "TargetReps",
+    "fuse_hits",
     "makedb",
     "open_database",
     "rank_hits",

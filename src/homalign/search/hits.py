@@ -38,6 +38,44 @@ def rank_hits(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=Hit.sort_key)
 
 
+EVALUE_FLOOR = 1e-300
+
+
+def fuse_hits(lists: Sequence[Sequence[Hit]], weights: Sequence[float]) -> list[Hit]:
+    """One ranking from several searches of the same query: each target's E-value becomes the
+    weighted geometric mean ``exp(sum_k w_k ln E_k)`` of its E-values in the ``lists``.
+
+    The hit (score, bits, alignment) is the first list's that holds the target; a target missing
+    from a list takes that list's largest E-value. Weights must be non-negative and sum to 1. The
+    fused value ranks targets; it is not itself a calibrated E-value.
+    """
+    import math
+
+    if len(lists) != len(weights) or not lists:
+        raise ValueError("fuse_hits needs one weight per hit list")
+    if any(w < 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-9:
+        raise ValueError(f"fusion weights must be non-negative and sum to 1, got {list(weights)}")
+    by_target: dict[int, Hit] = {}
+    evals: list[dict[int, float]] = []
+    for hits in lists:
+        e = {}
+        for h in hits:
+            e[h.target_index] = max(h.evalue, EVALUE_FLOOR)
+            by_target.setdefault(h.target_index, h)
+        evals.append(e)
+    worst = [max(e.values(), default=1.0) for e in evals]
+    out = []
+    for t, h in by_target.items():
+        log_e = sum(w * math.log(e.get(t, wst)) for w, e, wst in zip(weights, evals, worst,
+                                                                     strict=True))
+        fused = math.exp(log_e)
+        aln = h.alignment
+        if aln is not None:
+            aln.evalue = fused
+        out.append(Hit(h.query_id, h.target_id, h.target_index, h.score, h.bits, fused, aln))
+    return rank_hits(out)
+
+
 def to_tabular(hit: Hit):
     """The BLAST ``-outfmt 6`` row of a hit, with ``qaln``/``taln``, as ``homalign.io.TabularHit``.
 

@@ -1,0 +1,165 @@
+"""Does a query MSA from iterative PSSM search help the learned ranking?  TRAIN-fold queries.
+
+    python benchmarks/learned_msa_tune.py --queries 40 --heldout --out runs/lm.json
+
+For train-fold SCOPe queries (never the dev queries) against the trainval database, four rankings
+of the same targets:
+
+1. ``learned``: the learned search (round-1 hit lists are shared with
+   ``benchmarks/learned_profile_tune.py``'s cache format and reused when ``--round1`` names one);
+2. ``pssm-N``: homalign's own PSI-BLAST-class search — :func:`homalign.profile.iterative.build_msa`
+   for ``--iterations - 1`` rounds, then the whole prefilter list ranked by the last profile
+   (what ``psiblast -num_iterations N`` reports);
+3. ``learned-msa``: the learned search with a *learned profile* of that MSA's members
+   (:func:`homalign.methods.learned.profile_rep`), over the prefilter candidates of the query and
+   of its best members;
+4. fusions of the E-values: ``min``, and ``w * ln E_a + (1 - w) * ln E_b`` for several ``w``.
+
+Every hit list is cached in ``--out`` so other fusions re-evaluate without searching.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from homalign.evaluate.homology import (
+    ScopIndex,
+    labels_from_fasta,
+    mean_sensitivity,
+    query_sensitivity,
+    train_fold_queries,
+)
+from homalign.methods import get_method
+from homalign.methods.learned import profile_rep
+from homalign.paths import shared_data_root
+from homalign.search import search
+from homalign.search.database import SequenceDB
+from homalign.search.engine import TargetReps
+from homalign.search.prefilter import prefilter
+
+DATA = shared_data_root()
+FLOOR = 1e-300
+
+
+def msa_member_pairs(msa, db: SequenceDB) -> list[tuple[str, np.ndarray]]:
+    """(member id, (query column, member residue) pairs) of every non-query A3M row."""
+    out = []
+    for k in range(1, len(msa.ids)):
+        row, slots = msa.rows[k], msa.insertions[k]
+        frag, pairs, pos = [], [], 0
+        for i, c in enumerate(row):
+            frag.append(slots[i].upper())
+            pos += len(slots[i])
+            if c not in "-.":
+                frag.append(c)
+                pairs.append((i, pos))
+                pos += 1
+        full = db.sequence(db.index_of(msa.ids[k])).residues
+        start = full.find("".join(frag))
+        if start < 0 or not pairs:
+            continue
+        p = np.asarray(pairs, dtype=np.int64)
+        p[:, 1] += start
+        out.append((msa.ids[k], p))
+    return out
+
+
+def fuse(a: list, b: list, w: float, query: str) -> list[str]:
+    """Targets ranked by ``w ln E_a + (1 - w) ln E_b`` (a target absent from a list gets that
+    list's worst E-value)."""
+    ea = {t: e for t, e in a if t != query}
+    eb = {t: e for t, e in b if t != query}
+    wa = max(ea.values(), default=1.0)
+    wb = max(eb.values(), default=1.0)
+    score = {t: w * np.log(max(ea.get(t, wa), FLOOR)) + (1 - w) * np.log(max(eb.get(t, wb), FLOOR))
+             for t in set(ea) | set(eb)}
+    return sorted(score, key=lambda t: score[t])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--heldout", action="store_true")
+    ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--k", type=int, default=50, help="MSA members in the learned profile")
+    ap.add_argument("--query-weight", type=float, default=0.5)
+    ap.add_argument("--cand-members", type=int, default=3)
+    ap.add_argument("--round1", type=Path, help="a learned_profile_tune.py cache to reuse")
+    ap.add_argument("--no-learned-msa", action="store_true")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    from homalign.methods.profile import ProteinRep
+    from homalign.profile.iterative import build_msa
+    from homalign.profile.profile import Profile
+    from homalign.stats import karlin_altschul
+
+    fasta = DATA / "scope" / "astral-2.07-40.trainval.fa"
+    dev = set((DATA / "scope" / "dev-queries.txt").read_text().split())
+    labels = labels_from_fasta(fasta)
+    index = ScopIndex(labels)
+    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
+    cache = json.loads(args.out.read_text()) if args.out.exists() else {}
+    if args.round1 and args.round1.exists():
+        for q, v in json.loads(args.round1.read_text())["round1"].items():
+            cache.setdefault("learned", {}).setdefault(q, v)
+    for key in ("learned", "pssm", "learned-msa", "members"):
+        cache.setdefault(key, {})
+    db = SequenceDB.from_fasta(fasta)
+    m = get_method("learned")
+    reps = TargetReps(m, db, dict(m.defaults))
+    params = karlin_altschul("BLOSUM62", 11.0, 1.0)
+    t0 = time.time()
+    for n, q in enumerate(queries):
+        qi = db.index_of(q)
+        qseq = db.sequence(qi)
+        if q not in cache["learned"]:
+            hs = search(qseq, db, "learned", evalue=1e9, max_hits=2000, traceback=False,
+                        target_reps=reps)
+            cache["learned"][q] = [(h.target_id, h.evalue) for h in hs]
+        if q not in cache["pssm"]:
+            msa = build_msa(qseq, db, max(args.iterations - 1, 1))
+            prof = Profile.from_msa(msa, pseudocounts="matrix", matrix="BLOSUM62")
+            hs = search(qseq, db, "pssm", evalue=1e9, max_hits=2000, traceback=False,
+                        query_rep=ProteinRep(qseq, source=prof), params=params,
+                        prefilter_options={"max_seqs": 1000})
+            cache["pssm"][q] = [(h.target_id, h.evalue) for h in hs]
+            cache["members"][q] = [(t, p.tolist()) for t, p in msa_member_pairs(msa, db)]
+        if q not in cache["learned-msa"] and not args.no_learned_msa:
+            mem = [(t, np.asarray(p)) for t, p in cache["members"][q] if t != q][: args.k]
+            qrep = reps.get(qi)
+            prof = profile_rep(qrep, [(reps.get(db.index_of(t)), p) for t, p in mem],
+                               query_weight=args.query_weight)
+            cand = [prefilter(qseq.codes, db)]
+            cand += [prefilter(db.codes_of(db.index_of(t)), db) for t, _ in mem[: args.cand_members]]
+            cand = np.unique(np.concatenate(cand))
+            hs = search(qseq, db, "learned", evalue=1e9, max_hits=2000, traceback=False,
+                        target_reps=reps, query_rep=prof, candidates=cand)
+            cache["learned-msa"][q] = [(h.target_id, h.evalue) for h in hs]
+        args.out.write_text(json.dumps(cache))
+        print(f"{n + 1}/{len(queries)} {q} members {len(cache['members'][q])} "
+              f"{time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+
+    def report(name: str, ranks: dict[str, list[str]]) -> None:
+        v = mean_sensitivity({q: query_sensitivity(q, ranks[q], index) for q in queries})
+        print(f"{name:28s} " + " ".join(f"{lv}={x:.3f}" for lv, x in v.items()), flush=True)
+
+    lists = {k: cache[k] for k in ("learned", "pssm", "learned-msa") if cache[k]}
+    for k, v in lists.items():
+        report(k, {q: [t for t, _ in sorted(v[q], key=lambda x: x[1]) if t != q] for q in queries})
+    names = list(lists)
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            for w in (0.25, 0.5, 0.75):
+                report(f"{names[a]}*{w}+{names[b]}", {
+                    q: fuse(lists[names[a]][q], lists[names[b]][q], w, q) for q in queries})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
