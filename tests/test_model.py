@@ -13,7 +13,7 @@ from homalign.dp import GapCosts, align_score
 from homalign.dp.soft import SoftGaps, soft_align
 from homalign.matrices import score_matrix
 from homalign.model import AlignerConfig, AlignerModel, load_model, save_model
-from homalign.model.data import TrainPair, batches, crop
+from homalign.model.data import TrainPair, batches, crop, mutate
 from homalign.model.decode import mea_align, posterior_matrix
 from homalign.model.train_loop import batch_loss, pair_f1
 
@@ -114,6 +114,35 @@ def test_crop_keeps_a_consistent_reference() -> None:
         assert c.pairs[0].tolist() == [0, 0]
         assert c.pairs[-1].tolist() == [len(c.q) - 1, len(c.t) - 1]
         assert (np.diff(c.pairs, axis=0) > 0).all()
+
+
+def test_mutation_follows_blosum62_and_keeps_the_reference() -> None:
+    from homalign.profile.pseudocounts import conditional_matrix
+
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(20, dtype=np.uint8), 2000)
+    codes[::50] = encode("X")[0]
+    assert mutate(codes, 0.0, rng) is codes
+    out = mutate(codes, 1.0, rng)
+    assert out.dtype == codes.dtype and len(out) == len(codes)
+    unknown = codes >= 20
+    assert (out[unknown] == codes[unknown]).all()  # only standard residues are redrawn
+    P = conditional_matrix("BLOSUM62")
+    for a in (0, 7, 18):  # A, G, W: redrawn from P(. | a), so they may stay themselves
+        sel = (codes == a) & ~unknown
+        freq = np.bincount(out[sel], minlength=20)[:20] / sel.sum()
+        assert np.abs(freq - P[a]).max() < 0.04
+    half = mutate(codes, 0.5, rng)
+    changed = (half != codes)[~unknown].mean()
+    want = 0.5 * (1.0 - float(np.mean([P[a, a] for a in range(20)])))
+    assert abs(changed - want) < 0.02
+    n = 40
+    pair = TrainPair("x", "g", "toy", codes[:n].copy(), codes[n:2 * n].copy(),
+                     np.stack([np.arange(n), np.arange(n)], 1).astype(np.int32),
+                     *(np.zeros(n, np.int64),) * 4)
+    b = next(batches([pair], 64, 10_000, np.random.default_rng(0), mutation_rate=0.9))
+    assert b.pairs[0].tolist() == pair.pairs.tolist()
+    assert (b.q[0].numpy() != pair.q).any()
 
 
 def test_posterior_decoding_recovers_an_identical_pair() -> None:
