@@ -8,6 +8,9 @@
     python benchmarks/homology.py memory --out OUT [--limit N]
     # E-value calibration on decoys: mean hits per query with E <= x on random sequences
     python benchmarks/homology.py calibration --out OUT [--methods sw,nw,glocal]
+    # sensitivity of a fusion (homalign.search.fuse_hits) of hit lists saved by earlier runs
+    python benchmarks/homology.py fuse --hits A/hits/learned.tsv B/hits/pssm@3.tsv \
+        --weights 0.5,0.5 --name learned@3 --out OUT
 
 Defaults: the SCOPe 2.07 40% trainval database and the dev queries of /work/shared/data/scope
 (override with --db / --queries or $HOMALIGN_DATA). ``--limit N`` takes N queries evenly spaced
@@ -192,9 +195,60 @@ def calibration(args) -> None:
               f"| {r['E<=5']:.2f} | {r['E<=10']:.2f} |")
 
 
+def fuse(args) -> None:
+    """Fuse saved hit lists (``hits/<method>.tsv`` of ``sensitivity`` runs) exactly as
+    :func:`homalign.profile.iterative.iterative_search` does, and score the fusion. Equal to a
+    ``METHOD@N`` run when the lists cover the same prefilter candidates (E-values as written,
+    4 significant digits)."""
+    from homalign.evaluate.homology import (
+        ScopIndex,
+        labels_from_fasta,
+        mean_sensitivity,
+        read_query_list,
+        sensitivities,
+    )
+    from homalign.search import Hit, fuse_hits
+
+    weights = [float(w) for w in args.weights.split(",")]
+    ids: dict[str, int] = {}
+    lists: list[dict[str, list[Hit]]] = []
+    for path in args.hits:
+        per_query: dict[str, list[Hit]] = {}
+        with open(path) as fh:
+            for n, line in enumerate(fh, 1):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 4:
+                    raise SystemExit(f"{path}:{n}: expected query, target, score, evalue")
+                q, t, score, ev = parts
+                per_query.setdefault(q, []).append(
+                    Hit(q, t, ids.setdefault(t, len(ids)), float(score), 0.0, float(ev)))
+        lists.append(per_query)
+    labels = labels_from_fasta(args.db)
+    queries = read_query_list(args.queries, labels)
+    results = {q: [(h.target_id, h.score, h.evalue) for h in
+                   fuse_hits([lst.get(q, []) for lst in lists], weights)]
+               for q in queries if any(q in lst for lst in lists)}
+    # rank by the fused E-value: sensitivities() sorts by score, so pass -ln E as the score
+    import math
+
+    ranked = {q: [(t, -math.log(max(e, 1e-300)), e) for t, _s, e in v] for q, v in
+              results.items()}
+    per_query = sensitivities(ranked, queries, ScopIndex(labels))
+    means = mean_sensitivity(per_query)
+    args.out.mkdir(parents=True, exist_ok=True)
+    row = {"method": args.name, "queries": len(per_query), **means}
+    _write_csv(args.out / "summary.csv", [row])
+    _write_csv(args.out / "per_query.csv", [{"method": args.name, "query": q, **v}
+                                            for q, v in per_query.items()])
+    print("| method | queries | family | superfamily | fold |")
+    print("|---|---|---|---|---|")
+    print(f"| {args.name} | {len(per_query)} | {means['family']:.3f} | "
+          f"{means['superfamily']:.3f} | {means['fold']:.3f} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("sensitivity", "prefilter", "memory", "calibration"))
+    p.add_argument("what", choices=("sensitivity", "prefilter", "memory", "calibration", "fuse"))
     p.add_argument("--db", type=Path, default=DEFAULT_DB)
     p.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
     p.add_argument("--methods", default="sw,blastp,mmseqs")
@@ -205,9 +259,12 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--evalue", type=float, default=10.0)
     p.add_argument("--peer-evalue", type=float, default=10.0)
+    p.add_argument("--hits", type=Path, nargs="+", help="fuse: hit lists (query target score E)")
+    p.add_argument("--weights", default="0.5,0.5", help="fuse: one weight per hit list")
+    p.add_argument("--name", default="fused", help="fuse: the row's method name")
     args = p.parse_args()
     {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory,
-     "calibration": calibration}[args.what](args)
+     "calibration": calibration, "fuse": fuse}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -235,6 +235,8 @@ def test_iterative_methods_in_the_benchmark(tmp_path):
     rows = [line.split("\t") for line in (tmp_path / "out" / "hits" / "learned@2.tsv")
             .read_text().splitlines() if line.startswith("d1110\t")]
     assert rows and {r[1]: float(r[3]) for r in rows} == pytest.approx(want, rel=1e-3)
+    for r in rows:  # the walk ranks by the fused E-value
+        assert float(r[2]) == pytest.approx(-math.log(max(float(r[3]), 1e-300)), rel=1e-3, abs=1e-3)
     assert parse_iterative_name("pssm@3") == ("pssm", 3)
     for bad in ("pssm@", "@3", "pssm@0", "pssm@x"):
         with pytest.raises(ValueError, match="METHOD@N"):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import shutil
 import subprocess
@@ -249,7 +250,8 @@ def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
     """Search every query against ``db`` (a SequenceDB) with a registered method, scores only.
 
     ``METHOD@N`` (e.g. ``pssm@3``, ``learned@3``) runs
-    :func:`homalign.profile.iterative.iterative_search` with N iterations instead."""
+    :func:`homalign.profile.iterative.iterative_search` with N iterations instead; its score
+    column is ``-ln E`` (a fusion's E-value is its only score), so the walk ranks by E-value."""
     from homalign.search import search_many
 
     if "@" in method:
@@ -288,7 +290,8 @@ def _run_iterative(name: str, queries: Sequence[str], db: Any, *, prefilter: boo
         hits = iterative_search(db.sequence(db.index_of(q)), db, n, base, evalue=1e9,
                                 max_hits=max_hits, prefilter=prefilter, traceback=False,
                                 target_reps=reps, **options)
-        out[q] = [(h.target_id, h.score, h.evalue) for h in hits]
+        # ranked by E-value (PSI-BLAST's order; a fusion's only common scale): score = -ln E
+        out[q] = [(h.target_id, -math.log(max(h.evalue, 1e-300)), h.evalue) for h in hits]
     return out
 
 
