@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         v = mean_sensitivity({q: query_sensitivity(q, ranks[q], index) for q in queries})
         print(f"{name:28s} " + " ".join(f"{lv}={x:.3f}" for lv, x in v.items()), flush=True)
 
-    lists = {k: cache[k] for k in ("learned", "pssm", "learned-msa") if cache[k]}
+    lists = {k: cache[k] for k in ("learned", "pssm", "learned-msa")
+             if all(q in cache[k] for q in queries)}
     for k, v in lists.items():
         report(k, {q: [t for t, _ in sorted(v[q], key=lambda x: x[1]) if t != q] for q in queries})
     names = list(lists)
