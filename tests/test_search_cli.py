@@ -99,13 +99,18 @@ def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):
     assert not (tmp_path / "db").exists()
 
 
+def _first_member_as_query(fasta: Path, family: dict[str, str], tmp_path: Path) -> tuple[str, Path]:
+    """The database's first member written as a one-record query FASTA: (its id, the file)."""
+    q = next(iter(family))
+    qfile = tmp_path / "q.fa"
+    write_fasta(qfile, [next(r for r in read_fasta(fasta) if r.id == q)])
+    return q, qfile
+
+
 @pytest.mark.slow
 def test_search_iterations_runs_the_iterative_profile_search(homstrad_fasta, tmp_path):
     fasta, family = homstrad_fasta
-    q = next(iter(family))
-    rec = next(r for r in read_fasta(fasta) if r.id == q)
-    qfile = tmp_path / "q.fa"
-    write_fasta(qfile, [rec])
+    q, qfile = _first_member_as_query(fasta, family, tmp_path)
     plain, iterative = tmp_path / "plain.tsv", tmp_path / "iter.tsv"
     assert main(["search", str(qfile), str(fasta), "--evalue", "1e-3", "-o", str(plain),
                  "--no-progress"]) == 0
@@ -124,10 +129,7 @@ def test_search_learned_iterations_fuses_with_the_pssm_round(homstrad_fasta, tmp
     from homalign.search import SequenceDB
 
     fasta, family = homstrad_fasta
-    q = next(iter(family))
-    rec = next(r for r in read_fasta(fasta) if r.id == q)
-    qfile = tmp_path / "q.fa"
-    write_fasta(qfile, [rec])
+    q, qfile = _first_member_as_query(fasta, family, tmp_path)
     out = tmp_path / "fused.tsv"
     assert main(["search", str(qfile), str(fasta), "--method", "learned", "--iterations", "2",
                  "--evalue", "1e-2", "-o", str(out), "--no-progress"]) == 0

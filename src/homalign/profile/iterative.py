@@ -144,6 +144,7 @@ def iterative_search(
     prefilter_options: dict[str, Any] | None = None,
     traceback: bool = True,
     inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
     fusion_weight: float = DEFAULT_FUSION_WEIGHT,
     matrix: str = "BLOSUM62",
     gap_open: float = 11.0,
@@ -156,7 +157,8 @@ def iterative_search(
     ``method`` ``pssm`` (or ``sw``): PSI-BLAST class, the last round's hits. Any other registered
     method: its ranking fused with the last PSSM round's over the same prefilter candidates
     (``fusion_weight`` on the method's ln E); ``method_options`` and ``target_reps`` go to that
-    method's search. ``matrix`` and the gap costs are the PSSM rounds'.
+    method's search. ``matrix`` and the gap costs are the PSSM rounds'; ``inclusion_evalue`` and
+    ``max_candidates`` (prefilter targets per inclusion round) are :func:`build_msa`'s.
     """
     import math
 
@@ -175,7 +177,8 @@ def iterative_search(
         db = _open_db(str(db))
     if iterations > 1:
         msa = build_msa(query, db, iterations - 1, inclusion_evalue=inclusion_evalue,
-                        prefilter=prefilter, matrix=matrix, gap_open=gap_open,
+                        prefilter=prefilter, max_candidates=max_candidates, matrix=matrix,
+                        gap_open=gap_open,
                         gap_extend=gap_extend)
         profile = Profile.from_msa(msa, pseudocounts="matrix", matrix=matrix)
     else:
