@@ -112,3 +112,27 @@ def test_learned_iterative_search_fuses_the_pssm_round(db_and_query) -> None:
     want = homalign.align(query, db.sequence(top[0].target_index), method="learned")
     np.testing.assert_array_equal(top[0].alignment.pairs, want.pairs)
     assert top[0].alignment.evalue == top[0].evalue
+
+
+def test_public_homalign_search_is_the_engine_and_the_iterative_search(db_and_query) -> None:
+    import subprocess
+    import sys
+
+    from homalign.profile.iterative import iterative_search
+
+    db, query = db_and_query
+    plain = homalign.search(query, db, "sw", evalue=1e9, prefilter=False)
+    want = search(query, db, "sw", evalue=1e9, prefilter=False)
+    assert [(h.target_id, h.evalue) for h in plain] == [(h.target_id, h.evalue) for h in want]
+    fused = homalign.search(query.residues, db, "learned", iterations=2, evalue=1e9,
+                            prefilter=False, traceback=False)
+    ref = iterative_search(Sequence("query", query.residues), db, 2, "learned", evalue=1e9,
+                           prefilter=False, traceback=False)
+    assert [(h.target_id, h.evalue) for h in fused] == [(h.target_id, h.evalue) for h in ref]
+    assert fused[0].target_id == "homolog"
+    with pytest.raises(ValueError, match="iterations"):
+        homalign.search(query, db, "sw", iterations=0)
+    # a fresh interpreter: ``homalign.search`` is reachable (and callable) after ``import homalign``
+    code = "import homalign; print(callable(homalign.search), homalign.search.SequenceDB.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "SequenceDB"]

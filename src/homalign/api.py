@@ -30,3 +30,33 @@ def align(
     if reason is not None:
         raise RuntimeError(f"method {method!r} is not available here: {reason}")
     return m.align(as_sequence(query, "query"), as_sequence(target, "target"), **options)
+
+
+def search(
+    query: Sequence | str,
+    db: Any,
+    method: str = "sw",
+    *,
+    iterations: int = 1,
+    **options: Any,
+) -> list:
+    """Search a protein database (``homalign.search.SequenceDB``, FASTA path or ``makedb``
+    directory); hits (``homalign.search.Hit``) ranked by E-value, as ``homalign search`` does.
+
+    >>> hits = homalign.search("MKVLAAGIVG...", "astral.fa", method="learned", iterations=3)
+
+    ``iterations`` > 1 runs :func:`homalign.profile.iterative.iterative_search` (PSI-BLAST class
+    for ``sw``/``pssm``; any other method fused with the PSSM round); ``options`` go to
+    :func:`homalign.search.search` or to it (``evalue``, ``max_hits``, ``prefilter``, method
+    options). ``homalign.search`` is this function and also the package of the search engine.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be at least 1, got {iterations}")
+    q = as_sequence(query, "query")
+    if iterations > 1:
+        from homalign.profile.iterative import iterative_search
+
+        return iterative_search(q, db, iterations, method, **options)
+    from homalign.search.engine import search as engine_search
+
+    return engine_search(q, db, method, **options)

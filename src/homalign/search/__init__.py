@@ -20,6 +20,9 @@ The k-mer prefilter is :func:`homalign.search.prefilter.prefilter`. E-value stat
 :mod:`homalign.stats`.
 """
 
+import sys as _sys
+import types as _types
+
 from homalign.search.database import SequenceDB, makedb, open_database
 from homalign.search.engine import TargetReps, search, search_many
 from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, fuse_hits, rank_hits, write_hits
@@ -37,3 +40,16 @@ __all__ = [
     "search_many",
     "write_hits",
 ]
+
+
+class _CallableModule(_types.ModuleType):
+    """``homalign.search(query, db, ...)`` calls :func:`homalign.api.search`; the package's
+    names (``homalign.search.SequenceDB``, ``homalign.search.search``...) stay as they are."""
+
+    def __call__(self, *args, **kwargs):
+        from homalign.api import search as api_search
+
+        return api_search(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule
