@@ -34,19 +34,14 @@ import torch
 from homalign.dp import GapCosts, align_batch
 from homalign.dp.posterior import log_partition
 from homalign.evaluate.homology import (
-    ScopIndex,
-    labels_from_fasta,
     mean_sensitivity,
     query_sensitivity,
-    train_fold_queries,
+    train_fold_tuning_set,
 )
 from homalign.matrices import substitution_matrix
 from homalign.model.weights import load_model
-from homalign.paths import shared_data_root
 from homalign.search.database import SequenceDB
 from homalign.search.prefilter import prefilter
-
-DATA = shared_data_root()
 
 
 def shifted(S: np.ndarray, d: float) -> np.ndarray:
@@ -67,12 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="JSON with per-query results")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    fasta = DATA / "scope" / "astral-2.07-40.trainval.fa"
-    dev = set((DATA / "scope" / "dev-queries.txt").read_text().split())
-    labels = labels_from_fasta(fasta)
-    index = ScopIndex(labels)
+    ts = train_fold_tuning_set(args.queries, args.heldout)
+    fasta, index, queries = ts.fasta, ts.index, ts.queries
     db = SequenceDB.from_fasta(fasta)
-    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
     model, meta = load_model(args.weights)
     model.eval()
     shifts = [float(x) for x in args.shifts.split(",")]

@@ -13,9 +13,13 @@ of the same targets:
 3. ``learned-msa``: the learned search with a *learned profile* of that MSA's members
    (:func:`homalign.methods.learned.profile_rep`), over the prefilter candidates of the query and
    of its best members;
-4. fusions of the E-values: ``min``, and ``w * ln E_a + (1 - w) * ln E_b`` for several ``w``.
+4. fusions of the E-values by :func:`homalign.search.fuse_hits` (``w ln E_a + (1 - w) ln E_b``)
+   for several ``w``, and learned + pssm with ``w`` set by whether the query's MSA has members;
+5. with ``--exhaustive``: the learned search without the prefilter (every database target).
 
-Every hit list is cached in ``--out`` so other fusions re-evaluate without searching.
+``--inclusion`` and ``--max-candidates`` set ``build_msa``'s inclusion E-value and prefilter
+targets per round (non-default settings are cached under their own key). Every hit list is
+cached in ``--out`` so other fusions re-evaluate without searching.
 """
 
 from __future__ import annotations
@@ -29,22 +33,16 @@ from pathlib import Path
 import numpy as np
 
 from homalign.evaluate.homology import (
-    ScopIndex,
-    labels_from_fasta,
     mean_sensitivity,
     query_sensitivity,
-    train_fold_queries,
+    train_fold_tuning_set,
 )
 from homalign.methods import get_method
 from homalign.methods.learned import profile_rep
-from homalign.paths import shared_data_root
-from homalign.search import search
+from homalign.search import Hit, fuse_hits, search
 from homalign.search.database import SequenceDB
 from homalign.search.engine import TargetReps
 from homalign.search.prefilter import prefilter
-
-DATA = shared_data_root()
-FLOOR = 1e-300
 
 
 def msa_member_pairs(msa, db: SequenceDB) -> list[tuple[str, np.ndarray]]:
@@ -71,15 +69,15 @@ def msa_member_pairs(msa, db: SequenceDB) -> list[tuple[str, np.ndarray]]:
 
 
 def fuse(a: list, b: list, w: float, query: str) -> list[str]:
-    """Targets ranked by ``w ln E_a + (1 - w) ln E_b`` (a target absent from a list gets that
-    list's worst E-value)."""
-    ea = {t: e for t, e in a if t != query}
-    eb = {t: e for t, e in b if t != query}
-    wa = max(ea.values(), default=1.0)
-    wb = max(eb.values(), default=1.0)
-    score = {t: w * np.log(max(ea.get(t, wa), FLOOR)) + (1 - w) * np.log(max(eb.get(t, wb), FLOOR))
-             for t in set(ea) | set(eb)}
-    return sorted(score, key=lambda t: score[t])
+    """Targets of two (target, E-value) lists ranked by the shipped fusion,
+    :func:`homalign.search.fuse_hits` with weights ``w`` and ``1 - w``."""
+    ids: dict[str, int] = {}
+
+    def hits(lst: list) -> list[Hit]:
+        return [Hit(query, t, ids.setdefault(t, len(ids)), 0.0, 0.0, e) for t, e in lst]
+
+    return [h.target_id for h in fuse_hits([hits(a), hits(b)], [w, 1.0 - w])
+            if h.target_id != query]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--heldout", action="store_true")
     ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--inclusion", type=float, default=1e-3)
+    ap.add_argument("--max-candidates", type=int, default=300)
+    ap.add_argument("--exhaustive", action="store_true",
+                    help="also the learned search over every database target (slow)")
     ap.add_argument("--k", type=int, default=50, help="MSA members in the learned profile")
     ap.add_argument("--query-weight", type=float, default=0.5)
     ap.add_argument("--cand-members", type=int, default=3)
@@ -99,16 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     from homalign.profile.profile import Profile
     from homalign.stats import karlin_altschul
 
-    fasta = DATA / "scope" / "astral-2.07-40.trainval.fa"
-    dev = set((DATA / "scope" / "dev-queries.txt").read_text().split())
-    labels = labels_from_fasta(fasta)
-    index = ScopIndex(labels)
-    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
+    ts = train_fold_tuning_set(args.queries, args.heldout)
+    fasta, index, queries = ts.fasta, ts.index, ts.queries
     cache = json.loads(args.out.read_text()) if args.out.exists() else {}
     if args.round1 and args.round1.exists():
         for q, v in json.loads(args.round1.read_text())["round1"].items():
             cache.setdefault("learned", {}).setdefault(q, v)
-    for key in ("learned", "pssm", "learned-msa", "members"):
+    setting = (args.iterations, args.inclusion, args.max_candidates)
+    suffix = "" if setting == (3, 1e-3, 300) else "@{},{:g},{}".format(*setting)
+    pssm_key, members_key = "pssm" + suffix, "members" + suffix
+    for key in ("learned", pssm_key, "learned-msa", members_key, "learned-exhaustive"):
         cache.setdefault(key, {})
     db = SequenceDB.from_fasta(fasta)
     m = get_method("learned")
@@ -122,15 +124,20 @@ def main(argv: list[str] | None = None) -> int:
             hs = search(qseq, db, "learned", evalue=1e9, max_hits=2000, traceback=False,
                         target_reps=reps)
             cache["learned"][q] = [(h.target_id, h.evalue) for h in hs]
-        if q not in cache["pssm"]:
-            msa = build_msa(qseq, db, max(args.iterations - 1, 1))
+        if q not in cache[pssm_key]:
+            msa = build_msa(qseq, db, max(args.iterations - 1, 1),
+                            inclusion_evalue=args.inclusion, max_candidates=args.max_candidates)
             prof = Profile.from_msa(msa, pseudocounts="matrix", matrix="BLOSUM62")
             hs = search(qseq, db, "pssm", evalue=1e9, max_hits=2000, traceback=False,
                         query_rep=ProteinRep(qseq, source=prof), params=params,
                         prefilter_options={"max_seqs": 1000})
-            cache["pssm"][q] = [(h.target_id, h.evalue) for h in hs]
-            cache["members"][q] = [(t, p.tolist()) for t, p in msa_member_pairs(msa, db)]
-        if q not in cache["learned-msa"] and not args.no_learned_msa:
+            cache[pssm_key][q] = [(h.target_id, h.evalue) for h in hs]
+            cache[members_key][q] = [(t, p.tolist()) for t, p in msa_member_pairs(msa, db)]
+        if q not in cache["learned-exhaustive"] and args.exhaustive:
+            hs = search(qseq, db, "learned", evalue=1e9, max_hits=3000, prefilter=False,
+                        traceback=False, target_reps=reps)
+            cache["learned-exhaustive"][q] = [(h.target_id, h.evalue) for h in hs]
+        if q not in cache["learned-msa"] and not args.no_learned_msa and not suffix:
             mem = [(t, np.asarray(p)) for t, p in cache["members"][q] if t != q][: args.k]
             qrep = reps.get(qi)
             prof = profile_rep(qrep, [(reps.get(db.index_of(t)), p) for t, p in mem],
@@ -142,14 +149,14 @@ def main(argv: list[str] | None = None) -> int:
                         target_reps=reps, query_rep=prof, candidates=cand)
             cache["learned-msa"][q] = [(h.target_id, h.evalue) for h in hs]
         args.out.write_text(json.dumps(cache))
-        print(f"{n + 1}/{len(queries)} {q} members {len(cache['members'][q])} "
+        print(f"{n + 1}/{len(queries)} {q} members {len(cache[members_key][q])} "
               f"{time.time() - t0:.0f}s", file=sys.stderr, flush=True)
 
     def report(name: str, ranks: dict[str, list[str]]) -> None:
         v = mean_sensitivity({q: query_sensitivity(q, ranks[q], index) for q in queries})
         print(f"{name:28s} " + " ".join(f"{lv}={x:.3f}" for lv, x in v.items()), flush=True)
 
-    lists = {k: cache[k] for k in ("learned", "pssm", "learned-msa")
+    lists = {k: cache[k] for k in ("learned", pssm_key, "learned-msa", "learned-exhaustive")
              if all(q in cache[k] for q in queries)}
     for k, v in lists.items():
         report(k, {q: [t for t, _ in sorted(v[q], key=lambda x: x[1]) if t != q] for q in queries})
@@ -159,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
             for w in (0.25, 0.5, 0.75):
                 report(f"{names[a]}*{w}+{names[b]}", {
                     q: fuse(lists[names[a]][q], lists[names[b]][q], w, q) for q in queries})
+    shallow = {q for q in queries if not cache[members_key][q]}
+    for w_none, w_some in ((0.5, 0.5), (0.7, 0.5), (0.7, 0.3), (0.5, 0.3), (0.8, 0.4), (1.0, 0.5)):
+        report(f"learned*({w_none} no MSA member, {w_some} else)+{pssm_key}", {
+            q: fuse(cache["learned"][q], cache[pssm_key][q],
+                    w_none if q in shallow else w_some, q) for q in queries})
+    print(f"{len(shallow)} of {len(queries)} queries have no MSA member", flush=True)
     return 0
 
 

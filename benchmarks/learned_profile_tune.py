@@ -23,21 +23,16 @@ from pathlib import Path
 import numpy as np
 
 from homalign.evaluate.homology import (
-    ScopIndex,
-    labels_from_fasta,
     mean_sensitivity,
     query_sensitivity,
-    train_fold_queries,
+    train_fold_tuning_set,
 )
 from homalign.methods import get_method
 from homalign.methods.learned import profile_rep
-from homalign.paths import shared_data_root
 from homalign.search import search
 from homalign.search.database import SequenceDB
 from homalign.search.engine import TargetReps
 from homalign.search.prefilter import prefilter
-
-DATA = shared_data_root()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,11 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cand-members", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    fasta = DATA / "scope" / "astral-2.07-40.trainval.fa"
-    dev = set((DATA / "scope" / "dev-queries.txt").read_text().split())
-    labels = labels_from_fasta(fasta)
-    index = ScopIndex(labels)
-    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
+    ts = train_fold_tuning_set(args.queries, args.heldout)
+    fasta, index, queries = ts.fasta, ts.index, ts.queries
     cache = json.loads(args.out.read_text()) if args.out.exists() else {}
     round1: dict[str, list] = cache.get("round1", {})
     db = SequenceDB.from_fasta(fasta)

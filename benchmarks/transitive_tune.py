@@ -24,19 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from homalign.evaluate.homology import (
-    ScopIndex,
-    labels_from_fasta,
     mean_sensitivity,
     query_sensitivity,
-    train_fold_queries,
+    train_fold_tuning_set,
 )
 from homalign.methods import get_method
-from homalign.paths import shared_data_root
 from homalign.search import search
 from homalign.search.database import SequenceDB
 from homalign.search.engine import TargetReps
-
-DATA = shared_data_root()
 
 
 def transitive_rank(qid: str, direct: dict[str, float], inter: dict[str, dict[str, float]],
@@ -63,11 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decoys", type=int, default=30, help="background queries per target")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    fasta = DATA / "scope" / "astral-2.07-40.trainval.fa"
-    dev = set((DATA / "scope" / "dev-queries.txt").read_text().split())
-    labels = labels_from_fasta(fasta)
-    index = ScopIndex(labels)
-    queries = train_fold_queries(labels, index, dev, args.queries, args.heldout)
+    ts = train_fold_tuning_set(args.queries, args.heldout)
+    fasta, index, queries = ts.fasta, ts.index, ts.queries
     cache = json.loads(args.out.read_text()) if args.out.exists() else {}
     hits: dict[str, dict[str, float]] = cache.get("hits", {})
     scores: dict[str, dict[str, float]] = cache.get("scores", {})

@@ -25,6 +25,7 @@ from homalign.evaluate.homology import (
     run_peer,
     sensitivities,
     train_fold_queries,
+    train_fold_tuning_set,
 )
 from homalign.stats import random_sequences
 
@@ -241,3 +242,17 @@ def test_iterative_methods_in_the_benchmark(tmp_path):
     for bad in ("pssm@", "@3", "pssm@0", "pssm@x"):
         with pytest.raises(ValueError, match="METHOD@N"):
             parse_iterative_name(bad)
+
+
+def test_train_fold_tuning_set_reads_a_data_root_and_leaves_out_dev_queries(tmp_path):
+    db, ql = _synthetic_scop(tmp_path)
+    scope = tmp_path / "root" / "scope"
+    scope.mkdir(parents=True)
+    (scope / "astral-2.07-40.trainval.fa").write_text(db.read_text())
+    dev = [line for line in ql.read_text().split() if line.startswith("d")][:3]
+    (scope / "dev-queries.txt").write_text("\n".join(dev) + "\n")
+    ts = train_fold_tuning_set(100, data_root=tmp_path / "root")
+    assert ts.fasta == scope / "astral-2.07-40.trainval.fa"
+    assert ts.labels == labels_from_fasta(db)
+    assert ts.queries == train_fold_queries(ts.labels, ts.index, set(dev), 100)
+    assert ts.queries and not set(dev) & set(ts.queries)

@@ -201,6 +201,30 @@ def train_fold_queries(labels: dict[str, Scop], index: ScopIndex, exclude: set[s
     return pool[:: max(len(pool) // n, 1)][:n]
 
 
+@dataclass(frozen=True)
+class TuningSet:
+    """Train-fold SCOPe queries for tuning (never the dev queries) and their database."""
+
+    fasta: Path
+    labels: dict[str, Scop]
+    index: ScopIndex
+    queries: list[str]
+
+
+def train_fold_tuning_set(n: int, heldout: bool = False,
+                          data_root: str | Path | None = None) -> TuningSet:
+    """The trainval ASTRAL database of ``data_root`` (default: the shared data) and ``n``
+    :func:`train_fold_queries` of it, the dev queries of ``scope/dev-queries.txt`` excluded."""
+    from homalign.paths import shared_data_root
+
+    root = Path(data_root) if data_root is not None else shared_data_root()
+    fasta = root / "scope" / "astral-2.07-40.trainval.fa"
+    dev = set((root / "scope" / "dev-queries.txt").read_text().split())
+    labels = labels_from_fasta(fasta)
+    index = ScopIndex(labels)
+    return TuningSet(fasta, labels, index, train_fold_queries(labels, index, dev, n, heldout))
+
+
 def mean_sensitivity(per_query: dict[str, dict[str, float]]) -> dict[str, float]:
     if not per_query:
         return {level: float("nan") for level in LEVELS}
