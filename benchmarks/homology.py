@@ -11,6 +11,9 @@
     # sensitivity of a fusion (homalign.search.fuse_hits) of hit lists saved by earlier runs
     python benchmarks/homology.py fuse --hits A/hits/learned.tsv B/hits/pssm@3.tsv \
         --weights 0.5,0.5 --name learned@3 --out OUT
+    # the ceiling of a hit list: the share of each query's superfamily members (other families)
+    # present in it at all, mean over scorable queries
+    python benchmarks/homology.py inlist --hits A/hits/learned.tsv --out OUT
 
 Defaults: the SCOPe 2.07 40% trainval database and the dev queries of /work/shared/data/scope
 (override with --db / --queries or $HOMALIGN_DATA). ``--limit N`` takes N queries evenly spaced
@@ -246,9 +249,41 @@ def fuse(args) -> None:
           f"{means['superfamily']:.3f} | {means['fold']:.3f} |")
 
 
+def inlist(args) -> None:
+    """Mean over scorable queries of the share of their superfamily members (outside their
+    family) that appear anywhere in a saved hit list: what no re-ranking of that list can pass."""
+    from homalign.evaluate.homology import ScopIndex, labels_from_fasta, read_query_list
+
+    labels = labels_from_fasta(args.db)
+    index = ScopIndex(labels)
+    queries = set(read_query_list(args.queries, labels))
+    found: dict[str, set[str]] = {}
+    with open(args.hits[0]) as fh:
+        for line in fh:
+            q, t = line.split("\t")[:2]
+            if q in queries:
+                found.setdefault(q, set()).add(t)
+    shares = []
+    for q in sorted(queries):
+        total = index.counts(q).superfamily
+        if not index.scorable(q) or not total:
+            continue
+        ql = labels[q]
+        hits = {t for t in found.get(q, ()) if t != q and t in labels
+                and labels[t].superfamily == ql.superfamily and labels[t].family != ql.family}
+        shares.append(len(hits) / total)
+    args.out.mkdir(parents=True, exist_ok=True)
+    row = {"hits": str(args.hits[0]), "queries": len(shares),
+           "superfamily_in_list": sum(shares) / max(len(shares), 1)}
+    _write_csv(args.out / "inlist.csv", [row])
+    print(f"{row['hits']}: {row['queries']} queries, superfamily members in the list "
+          f"{row['superfamily_in_list']:.3f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("what", choices=("sensitivity", "prefilter", "memory", "calibration", "fuse"))
+    p.add_argument("what", choices=("sensitivity", "prefilter", "memory", "calibration", "fuse",
+                                     "inlist"))
     p.add_argument("--db", type=Path, default=DEFAULT_DB)
     p.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
     p.add_argument("--methods", default="sw,blastp,mmseqs")
@@ -264,7 +299,7 @@ def main() -> None:
     p.add_argument("--name", default="fused", help="fuse: the row's method name")
     args = p.parse_args()
     {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory,
-     "calibration": calibration, "fuse": fuse}[args.what](args)
+     "calibration": calibration, "fuse": fuse, "inlist": inlist}[args.what](args)
 
 
 if __name__ == "__main__":
