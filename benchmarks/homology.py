@@ -7,13 +7,15 @@
     # peak resident memory of `homalign search` over the whole database (a child process)
     python benchmarks/homology.py memory --out OUT [--limit N]
     # E-value calibration on decoys: mean hits per query with E <= x on random sequences
-    python benchmarks/homology.py calibration --out OUT [--methods sw,nw,glocal]
+    python benchmarks/homology.py calibration --out OUT [--methods sw,nw,glocal] [--decoys cross-fold]
     # sensitivity of a fusion (homalign.search.fuse_hits) of hit lists saved by earlier runs
     python benchmarks/homology.py fuse --hits A/hits/learned.tsv B/hits/pssm@3.tsv \
         --weights 0.5,0.5 --name learned@3 --out OUT
     # the ceiling of a hit list: the share of each query's superfamily members (other families)
     # present in it at all, mean over scorable queries
     python benchmarks/homology.py inlist --hits A/hits/learned.tsv --out OUT
+    # a saved hit list's E-values recomputed with the method's current null law (same scores)
+    python benchmarks/homology.py restat --methods learned --hits A/hits/learned.tsv --out OUT
 
 Defaults: the SCOPe 2.07 40% trainval database and the dev queries of /work/shared/data/scope
 (override with --db / --queries or $HOMALIGN_DATA). ``--limit N`` takes N queries evenly spaced
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import subprocess
 import sys
@@ -163,29 +166,50 @@ def memory(args) -> None:
 def calibration(args) -> None:
     import numpy as np
 
+    from homalign.methods import get_method
     from homalign.search import SequenceDB, search
     from homalign.sequence import Sequence
-    from homalign.stats import calibrate, random_sequences
+    from homalign.stats import calibrate, evd_params, random_sequences
 
     rng = np.random.default_rng(7)
-    db = SequenceDB.from_sequences(
-        [Sequence(f"d{i}", s) for i, s in enumerate(random_sequences(400, rng, 80, 400))])
-    qs = [Sequence(f"q{i}", s) for i, s in enumerate(random_sequences(40, rng, 80, 400))]
+    if args.decoys == "iid":
+        db = SequenceDB.from_sequences(
+            [Sequence(f"d{i}", s) for i, s in enumerate(random_sequences(400, rng, 80, 400))])
+        qs = [Sequence(f"q{i}", s) for i, s in enumerate(random_sequences(40, rng, 80, 400))]
+    else:  # real proteins: dev queries against domains of the held-out train folds
+        from homalign.evaluate.homology import is_heldout_fold, labels_from_fasta
+        from homalign.sequence import read_sequences
+
+        labels = labels_from_fasta(args.db)
+        dev = set(_queries(args))
+        seqs = list(read_sequences(args.db))
+        held = [x for x in seqs if x.id in labels and is_heldout_fold(labels[x.id].fold)]
+        db = SequenceDB.from_sequences([held[i] for i in rng.choice(len(held), 400, False)])
+        pool = [x for x in seqs if x.id in dev]
+        qs = [pool[i] for i in np.linspace(0, len(pool) - 1, 40).astype(int)]
+        assert not {labels[q.id].fold for q in qs} & {labels[t].fold for t in db.ids}
     cases = []
     for m in [m for m in args.methods.split(",") if m]:
         cases.append((m, {}))
-        if m == "sw":
+        if m == "sw" and args.decoys == "iid":
             cases.append(("sw", {"gap_open": 14.0, "gap_extend": 2.0}))  # no published values
+        if get_method(m).null_params is not None and get_method(m).null_params() is not None:
+            cases.append((m, {"iid fit": True}))  # the i.i.d. fit it would get without one
     rows = []
     for method, opts in cases:
         params = None
-        if method != "sw" or opts:
+        if opts.pop("iid fit", False) or (method != "sw" and get_method(method).null_params
+                                          is None) or (method == "sw" and opts):
             params = calibrate(method, opts, n_pairs=2000, seed=1)
         ev = np.array([h.evalue for q in qs for h in search(
             q, db, method, evalue=20, prefilter=False, max_hits=None, params=params,
             traceback=False, **opts)])
         label = method + (f" {opts['gap_open']:g}/{opts['gap_extend']:g}" if opts else "")
-        source = "Karlin-Altschul (NCBI table)" if params is None else params.source
+        shipped = params is None and method != "sw"
+        if params is None:
+            params = evd_params(method, opts)
+        source = ("Karlin-Altschul (NCBI table)" if method == "sw" and not opts
+                  else "shipped: " + params.source if shipped else params.source)
         rows.append({"method": label, "source": source,
                      **{f"E<={x:g}": float((ev <= x).sum()) / len(qs) for x in (0.1, 1, 5, 10)}})
     out = Path(args.out)
@@ -232,8 +256,6 @@ def fuse(args) -> None:
                    fuse_hits([lst.get(q, []) for lst in lists], weights)]
                for q in queries if any(q in lst for lst in lists)}
     # rank by the fused E-value: sensitivities() sorts by score, so pass -ln E as the score
-    import math
-
     ranked = {q: [(t, -math.log(max(e, 1e-300)), e) for t, _s, e in v] for q, v in
               results.items()}
     per_query = sensitivities(ranked, queries, ScopIndex(labels))
@@ -246,6 +268,65 @@ def fuse(args) -> None:
     print("| method | queries | family | superfamily | fold |")
     print("|---|---|---|---|---|")
     print(f"| {args.name} | {len(per_query)} | {means['family']:.3f} | "
+          f"{means['superfamily']:.3f} | {means['fold']:.3f} |")
+
+
+def restat(args) -> None:
+    """Recompute the E-values of a saved hit list (``hits/<method>.tsv``) with the current null
+    law of ``--methods`` (one method; its scores must not have changed, e.g. new statistics for the
+    same weights), write it to ``OUT/hits/<method>.tsv`` and score it. Equal to a rerun of the
+    search up to the rounding of the scores in the file. ``--db`` gives the lengths and database size."""
+    import numpy as np
+
+    from homalign.evaluate.homology import (
+        ScopIndex,
+        labels_from_fasta,
+        mean_sensitivity,
+        read_query_list,
+        sensitivities,
+    )
+    from homalign.search.database import SequenceDB
+    from homalign.search.engine import method_params
+    from homalign.stats import db_evalues
+
+    method = args.methods
+    db = SequenceDB.from_fasta(args.db)
+    length = dict(zip(db.ids, db.lengths.tolist(), strict=True))
+    params = method_params(method, {})
+    per_query: dict[str, list[tuple[str, float]]] = {}
+    with open(args.hits[0]) as fh:
+        for n, line in enumerate(fh, 1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 4 or parts[1] not in length or parts[0] not in length:
+                raise SystemExit(f"{args.hits[0]}:{n}: expected query, target, score, evalue "
+                                 f"of sequences in {args.db}")
+            per_query.setdefault(parts[0], []).append((parts[1], float(parts[2])))
+    results = {}
+    for q, hits in per_query.items():
+        scores = np.array([s for _, s in hits])
+        ev = db_evalues(scores, params, length[q], np.array([length[t] for t, _ in hits]),
+                        db.total_length, len(db))
+        results[q] = sorted(((t, s, float(e)) for (t, s), e in zip(hits, ev, strict=True)),
+                            key=lambda x: (x[2], -x[1]))
+    labels = labels_from_fasta(args.db)
+    queries = read_query_list(args.queries, labels)
+    ranked = {q: [(t, -math.log(max(e, 1e-300)), e) for t, _s, e in v]
+              for q, v in results.items()}
+    per_query_sens = sensitivities(ranked, [q for q in queries if q in results],
+                                   ScopIndex(labels))
+    means = mean_sensitivity(per_query_sens)
+    (args.out / "hits").mkdir(parents=True, exist_ok=True)
+    with open(args.out / "hits" / f"{method}.tsv", "w") as fh:
+        for q, v in results.items():
+            fh.writelines(f"{q}\t{t}\t{s:.6g}\t{e:.4g}\n" for t, s, e in v)
+    _write_csv(args.out / "summary.csv", [{"method": method, "queries": len(per_query_sens),
+                                           **means, "null": params.source}])
+    _write_csv(args.out / "per_query.csv", [{"method": method, "query": q, **v}
+                                            for q, v in per_query_sens.items()])
+    print(f"null: {params.source}")
+    print("| method | queries | family | superfamily | fold |")
+    print("|---|---|---|---|---|")
+    print(f"| {method} | {len(per_query_sens)} | {means['family']:.3f} | "
           f"{means['superfamily']:.3f} | {means['fold']:.3f} |")
 
 
@@ -283,7 +364,7 @@ def inlist(args) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=("sensitivity", "prefilter", "memory", "calibration", "fuse",
-                                     "inlist"))
+                                     "inlist", "restat"))
     p.add_argument("--db", type=Path, default=DEFAULT_DB)
     p.add_argument("--queries", type=Path, default=DEFAULT_QUERIES)
     p.add_argument("--methods", default="sw,blastp,mmseqs")
@@ -297,9 +378,12 @@ def main() -> None:
     p.add_argument("--hits", type=Path, nargs="+", help="fuse: hit lists (query target score E)")
     p.add_argument("--weights", default="0.5,0.5", help="fuse: one weight per hit list")
     p.add_argument("--name", default="fused", help="fuse: the row's method name")
+    p.add_argument("--decoys", choices=("iid", "cross-fold"), default="iid",
+                   help="calibration: i.i.d. random sequences, or 40 dev queries against 400 "
+                        "domains of the held-out train folds (real unrelated proteins)")
     args = p.parse_args()
     {"sensitivity": sensitivity, "prefilter": prefilter, "memory": memory,
-     "calibration": calibration, "fuse": fuse, "inlist": inlist}[args.what](args)
+     "calibration": calibration, "fuse": fuse, "inlist": inlist, "restat": restat}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,66 @@ def test_fit_gumbel_recovers_parameters():
     assert fit.K == pytest.approx(K, rel=0.3)
 
 
+def _gumbel_sample(rng, lam, K, gamma, size=4000):
+    m = rng.integers(50, 500, size=size).astype(float)
+    n = rng.integers(50, 500, size=size).astype(float)
+    s = (np.log(K) + gamma * np.log(m * n) - np.log(-np.log(rng.random(size)))) / lam
+    return s, m, n
+
+
+def test_fit_gumbel_recovers_a_length_exponent():
+    rng = np.random.default_rng(1)
+    s, m, n = _gumbel_sample(rng, 0.8, 0.004, 1.75)
+    fit = fit_gumbel(s, m, n, length_exponent=True)
+    assert fit.gamma == pytest.approx(1.75, rel=0.05)
+    assert fit.lam == pytest.approx(0.8, rel=0.05)
+    # Karlin-Altschul data give gamma near 1, and a fit with gamma fixed at 1 misses the drift
+    s1, m1, n1 = _gumbel_sample(rng, 0.3, 0.05, 1.0)
+    assert fit_gumbel(s1, m1, n1, length_exponent=True).gamma == pytest.approx(1.0, abs=0.08)
+    assert fit_gumbel(s, m, n).lam < 0.7
+    with pytest.raises(ValueError, match="different lengths"):
+        fit_gumbel(s, np.full(s.size, 100.0), np.full(s.size, 100.0), length_exponent=True)
+
+
+def test_length_exponent_evalues_bits_and_pvalues_agree():
+    p = EVDParams(0.8, 0.004, gamma=1.75)
+    scores, tlen = np.array([20.0, 30.0, 30.0]), np.array([100, 100, 400])
+    ev = stats.db_evalues(scores, p, 150, tlen, db_length=10_000, db_count=50)
+    want = 50 * 0.004 * (150.0 * tlen) ** 1.75 * np.exp(-0.8 * scores)
+    np.testing.assert_allclose(ev, want, rtol=1e-12)
+    assert ev[2] > ev[1]  # the longer target needs a higher score: the fitted drift
+    # E of one pair = m n 2^-bits, as for Karlin-Altschul scores
+    bits = bit_score(scores, p, 150, tlen)
+    np.testing.assert_allclose(150.0 * tlen * 2.0 ** -bits, want / 50, rtol=1e-12)
+    pv = pair_pvalues(scores, p, 150, tlen)
+    np.testing.assert_allclose(pv, -np.expm1(-want / 50), rtol=1e-12)
+    with pytest.raises(ValueError, match="lengths"):
+        bit_score(30.0, p)
+    with pytest.raises(ValueError, match="local model"):
+        EVDParams(0.8, 0.004, gamma=0.0)
+
+
+def test_a_method_null_law_replaces_the_iid_fit(tmp_path, monkeypatch):
+    from homalign.methods import get_method
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
+    m = get_method("learned")
+    shipped = m.null_params()
+    assert shipped is not None and shipped.gamma is not None and shipped.gamma > 1.2
+    assert "cross-fold" in shipped.source
+    assert stats.evd_params("learned") == shipped
+    assert not list(tmp_path.rglob("*.json"))  # no i.i.d. calibration was run
+    rng = np.random.default_rng(5)
+    seqs = [Sequence(f"t{i}", s) for i, s in enumerate(random_sequences(12, rng, 60, 200))]
+    db = SequenceDB.from_sequences(seqs)
+    q = Sequence("q", random_sequences(1, rng, 120, 121)[0])
+    hits = search(q, db, "learned", evalue=1e9, prefilter=False, traceback=False)
+    tlen = np.array([len(db.sequence(h.target_index)) for h in hits])
+    want = stats.db_evalues(np.array([h.score for h in hits]), shipped, len(q), tlen,
+                            db.total_length, len(db))
+    np.testing.assert_allclose([h.evalue for h in hits], want, rtol=1e-9)
+
+
 def test_fit_gumbel_rejects_degenerate_input():
     with pytest.raises(ValueError):
         fit_gumbel(np.ones(50), np.full(50, 100), np.full(50, 100))

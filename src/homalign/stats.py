@@ -87,6 +87,11 @@ class EVDParams:
     ``model="local"`` (local alignment scores): the Gumbel law ``E = K m n exp(-lam S)``.
     ``H``, ``alpha`` and ``beta`` (BLAST's relative entropy and finite-size constants) are set only
     for published Karlin–Altschul values; without them no length correction is applied.
+    ``gamma`` (local model only): a fitted length exponent, ``E = K (m n)^gamma exp(-lam S)`` per
+    pair, for scores whose null drifts with length faster than Karlin–Altschul theory says (a
+    learned score on real proteins, :func:`fit_gumbel` with ``length_exponent=True``); database
+    E-values are then per target, ``N K (m n_t)^gamma exp(-lam S)`` (HMMER's ``E = Z P``), where
+    ``None`` keeps BLAST's ``K m' n' exp(-lam S)`` over the effective database search space.
 
     ``model="regression"`` (global, glocal, semiglobal scores, which drift with the lengths
     themselves): the score is standardised, ``z = (S - μ(m, n)) / σ(m, n)`` with
@@ -107,10 +112,13 @@ class EVDParams:
     coef: tuple[float, ...] | None = None
     scale_coef: tuple[float, ...] | None = None
     tail: tuple[float, ...] | None = None
+    gamma: float | None = None
 
     def __post_init__(self) -> None:
         if self.model not in ("local", "regression"):
             raise ValueError(f"unknown EVD model {self.model!r}")
+        if self.gamma is not None and (self.model != "local" or not self.gamma > 0):
+            raise ValueError("gamma (a length exponent > 0) belongs to the local model only")
         if self.model == "regression" and (
                 self.coef is None or len(self.coef) != 6 or self.scale_coef is None
                 or len(self.scale_coef) != 4 or self.tail is None or len(self.tail) != 2):
@@ -234,7 +242,8 @@ def pair_pvalues(scores: Any, params: EVDParams, query_lengths: Any,
     m = np.asarray(query_lengths, dtype=np.float64)
     n = np.asarray(target_lengths, dtype=np.float64)
     if params.model == "local":
-        return -np.expm1(-params.K * m * n * np.exp(-params.lam * s))
+        g = 1.0 if params.gamma is None else params.gamma
+        return -np.expm1(-params.K * (m * n) ** g * np.exp(-params.lam * s))
     s, m, n = np.broadcast_arrays(s, m, n)
     tau, p_tail = params.tail  # type: ignore[misc]
     mu = (_location_design(m, n) @ np.asarray(params.coef)).reshape(s.shape)
@@ -247,13 +256,20 @@ def bit_score(score: Any, params: EVDParams, query_length: Any = None,
               target_length: Any = None) -> float | np.ndarray:
     """Normalised score in bits: ``(λS - ln K) / ln 2`` for the local model.
 
-    For the regression model the bits are ``log2(m n / P)`` (``P`` the pair's tail probability),
+    With a length exponent ``gamma`` they are ``(λS - ln K - (γ - 1) ln(m n)) / ln 2``, and
+    for the regression model ``log2(m n / P)`` (``P`` the pair's tail probability),
     so that in both models a pair's expected chance count is about ``m n 2^-bits``; the lengths
     are then required.
     """
     s = np.asarray(score, dtype=np.float64)
-    if params.model == "local":
+    if params.model == "local" and params.gamma is None:
         out = (params.lam * s - params.logK) / LN2
+    elif params.model == "local":
+        if query_length is None or target_length is None:
+            raise ValueError("bit scores with a length exponent need the sequence lengths")
+        lmn = np.log(np.asarray(query_length, dtype=np.float64)) + np.log(
+            np.asarray(target_length, dtype=np.float64))
+        out = (params.lam * s - params.logK - (params.gamma - 1.0) * lmn) / LN2
     else:
         if query_length is None or target_length is None:
             raise ValueError("bit scores of a regression model need the sequence lengths")
@@ -268,11 +284,15 @@ def db_evalues(scores: Any, params: EVDParams, query_length: int, target_lengths
                db_length: int, db_count: int) -> np.ndarray:
     """E-values of a query's scores against targets of a database.
 
-    Local model: ``K (m-ℓ)(n-Nℓ) e^{-λS}`` over the database's effective search space (BLAST).
+    Local model: ``K (m-ℓ)(n-Nℓ) e^{-λS}`` over the database's effective search space (BLAST);
+    with a length exponent, per target ``N K (m n_t)^γ e^{-λS}``.
     Regression model: ``N · P(S ≥ s | m, n_t)``, the pair's tail probability times the number
     of database sequences (as HMMER's ``E = Z · P``).
     """
     s = np.asarray(scores, dtype=np.float64)
+    if params.model == "local" and params.gamma is not None:
+        lmn = math.log(query_length) + np.log(np.asarray(target_lengths, dtype=np.float64))
+        return db_count * params.K * np.exp(params.gamma * lmn - params.lam * s)
     if params.model == "local":
         return np.asarray(evalue(s, params, query_length, db_length, db_count), dtype=np.float64)
     return db_count * pair_pvalues(s, params, query_length, np.asarray(target_lengths))
@@ -282,13 +302,57 @@ def db_evalues(scores: Any, params: EVDParams, query_length: int, target_lengths
 # Gumbel fit
 # --------------------------------------------------------------------------------------------
 
+def _golden_max(f: Any, lo: float, hi: float, iterations: int = 80) -> float:
+    """The maximiser of a unimodal ``f`` on ``[lo, hi]`` by golden-section search."""
+    gr = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - gr * (b - a), a + gr * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iterations):
+        if fc > fd:
+            b, d, fd = d, c, fc
+            c = b - gr * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + gr * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def _gumbel_profile(s: np.ndarray, lmn: np.ndarray, lam: float, gamma: float
+                    ) -> tuple[float, float]:
+    """(log-likelihood, optimal ln K) of ``P(S < s) = exp(-K (mn)^γ e^{-λs})`` at (λ, γ)."""
+    x = -lam * s + gamma * lmn
+    xmax = float(x.max())
+    log_sum = xmax + math.log(float(np.exp(x - xmax).sum()))
+    logK = math.log(s.size) - log_sum
+    z = lam * s - logK - gamma * lmn
+    ll = s.size * math.log(lam) - float(z.sum()) - float(np.exp(-z).sum())
+    return ll, logK
+
+
+def _fit_lambda(s: np.ndarray, lmn: np.ndarray, gamma: float) -> tuple[float, float]:
+    """(λ, log-likelihood) maximising the profile likelihood at a fixed length exponent."""
+    scale = 1.2825 / float(s.std())  # the method-of-moments λ = π / (σ √6)
+    grid = scale * np.geomspace(0.05, 20.0, 60)
+    lls = [_gumbel_profile(s, lmn, float(g), gamma)[0] for g in grid]
+    best = int(np.argmax(lls))
+    lam = _golden_max(lambda x: _gumbel_profile(s, lmn, x, gamma)[0],
+                      float(grid[max(best - 1, 0)]), float(grid[min(best + 1, len(grid) - 1)]))
+    return lam, _gumbel_profile(s, lmn, lam, gamma)[0]
+
+
 def fit_gumbel(scores: np.ndarray, query_lengths: np.ndarray, target_lengths: np.ndarray,
-               source: str = "ML Gumbel fit") -> EVDParams:
+               source: str = "ML Gumbel fit", length_exponent: bool = False) -> EVDParams:
     """Maximum-likelihood ``(λ, K)`` of ``P(S < s) = exp(-K m n e^{-λ s})`` on unrelated pairs.
 
     Each pair has its own location ``ln(K m n)/λ``. For a fixed λ the optimal ``ln K`` is closed
     form, ``ln K = ln N - ln Σ exp(-λ s_i + ln m_i n_i)``; λ maximises the profile likelihood
-    (golden-section search on a bracketing grid).
+    (golden-section search on a bracketing grid). ``length_exponent=True`` also fits ``γ`` of
+    ``exp(-K (m n)^γ e^{-λ s})`` (location ``ln(K (mn)^γ)/λ``; golden-section search over
+    ``γ`` in [0.1, 5] of the likelihood profiled over λ and K) — for scores of real unrelated
+    proteins that drift with length faster than Karlin–Altschul's ``γ = 1``.
     """
     s = np.asarray(scores, dtype=np.float64)
     lmn = np.log(np.asarray(query_lengths, dtype=np.float64)) + np.log(
@@ -299,38 +363,16 @@ def fit_gumbel(scores: np.ndarray, query_lengths: np.ndarray, target_lengths: np
         raise ValueError("scores to fit contain NaN or infinity")
     if float(s.std()) == 0.0:
         raise ValueError("all calibration scores are equal; cannot fit a Gumbel distribution")
-
-    def profile(lam: float) -> tuple[float, float]:
-        x = -lam * s + lmn
-        xmax = float(x.max())
-        log_sum = xmax + math.log(float(np.exp(x - xmax).sum()))
-        logK = math.log(s.size) - log_sum
-        z = lam * s - logK - lmn
-        ll = s.size * math.log(lam) - float(z.sum()) - float(np.exp(-z).sum())
-        return ll, logK
-
-    scale = 1.2825 / float(s.std())  # the method-of-moments λ = π / (σ √6)
-    grid = scale * np.geomspace(0.05, 20.0, 60)
-    lls = [profile(float(g))[0] for g in grid]
-    best = int(np.argmax(lls))
-    lo = float(grid[max(best - 1, 0)])
-    hi = float(grid[min(best + 1, len(grid) - 1)])
-    gr = (math.sqrt(5) - 1) / 2
-    a, b = lo, hi
-    c, d = b - gr * (b - a), a + gr * (b - a)
-    fc, fd = profile(c)[0], profile(d)[0]
-    for _ in range(80):
-        if fc > fd:
-            b, d, fd = d, c, fc
-            c = b - gr * (b - a)
-            fc = profile(c)[0]
-        else:
-            a, c, fc = c, d, fd
-            d = a + gr * (b - a)
-            fd = profile(d)[0]
-    lam = (a + b) / 2
-    logK = profile(lam)[1]
-    return EVDParams(lam=lam, K=math.exp(logK), source=source)
+    if not length_exponent:
+        lam, _ = _fit_lambda(s, lmn, 1.0)
+        return EVDParams(lam=lam, K=math.exp(_gumbel_profile(s, lmn, lam, 1.0)[1]),
+                         source=source)
+    if float(np.ptp(lmn)) == 0.0:
+        raise ValueError("a length exponent needs pairs of different lengths")
+    gamma = _golden_max(lambda g: _fit_lambda(s, lmn, g)[1], 0.1, 5.0, iterations=40)
+    lam, _ = _fit_lambda(s, lmn, gamma)
+    logK = _gumbel_profile(s, lmn, lam, gamma)[1]
+    return EVDParams(lam=lam, K=math.exp(logK), source=source, gamma=gamma)
 
 
 def fit_regression_tail(scores: np.ndarray, query_lengths: np.ndarray,
@@ -545,12 +587,18 @@ def evd_params(method: str, options: dict[str, Any] | None = None,
     """The parameters :func:`homalign.search.search` uses for a method and its options.
 
     Substitution-matrix methods in local mode (``sw``) with a published gap-cost combination get
-    Karlin–Altschul values; everything else gets a cached :func:`calibrate` fit.
+    Karlin–Altschul values; a method that ships its own null law (``Method.null_params``, the
+    learned method's fit on real unrelated proteins) gets that, unless ``calibrate_kwargs`` ask
+    for a fit; everything else gets a cached :func:`calibrate` fit.
     """
     from homalign.methods import get_method
 
     m = get_method(method)
     opts = {**m.defaults, **(options or {})}
+    if m.null_params is not None and not calibrate_kwargs:
+        shipped = m.null_params()
+        if shipped is not None:
+            return shipped
     if method == "sw":
         ka = karlin_altschul(str(opts.get("matrix", "BLOSUM62")), float(opts.get("gap_open", 11)),
                              float(opts.get("gap_extend", 1)))

@@ -192,13 +192,19 @@ def train_fold_queries(labels: dict[str, Scop], index: ScopIndex, exclude: set[s
     """``n`` scorable queries evenly spaced over the sorted domains not in ``exclude`` (the dev
     queries), for tuning on train folds; ``heldout``: only from the folds that
     ``homalign.model.contrastive.load_scop_pairs`` holds out (crc32 of the fold name)."""
-    import zlib
-
     pool = [i for i in sorted(labels) if i not in exclude and index.scorable(i)]
     if heldout:
-        cut = int(heldout_fraction * 10_000)
-        pool = [i for i in pool if zlib.crc32(labels[i].fold.encode()) % 10_000 < cut]
+        pool = [i for i in pool if is_heldout_fold(labels[i].fold, heldout_fraction)]
     return pool[:: max(len(pool) // n, 1)][:n]
+
+
+def is_heldout_fold(fold: str, fraction: float = 0.08) -> bool:
+    """Whether a SCOP fold is among those the homology adapter's training holds out
+    (``homalign.model.contrastive.load_scop_pairs``: crc32 of the fold name) — the folds of the
+    train-fold tuning queries."""
+    import zlib
+
+    return zlib.crc32(fold.encode()) % 10_000 < int(fraction * 10_000)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,10 @@ class Method:
     method: the MEA alignment that ``align`` gives, not the best path of the ranking scores).
     ``fingerprint()`` (optional) identifies the method's scoring beyond its options — e.g. a hash of
     learned weights — so caches keyed on the method (E-value calibration) notice a new model.
+    ``null_params()`` (optional) returns the method's own null-score law (a
+    :class:`homalign.stats.EVDParams`, e.g. fitted on real unrelated proteins when learned
+    weights were made and shipped with them) or None; ``search`` then uses it instead of a
+    :func:`homalign.stats.calibrate` fit on i.i.d. sequences.
     """
 
     name: str
@@ -72,6 +76,7 @@ class Method:
     defaults: dict = field(default_factory=dict)
     fingerprint: Callable[[], str] | None = None  # changes when the method's scores change
     align_prepared: Callable[..., Alignment] | None = None
+    null_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
 
 
 def dp_method(

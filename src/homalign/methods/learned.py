@@ -12,7 +12,9 @@ template-mode weights ``learned_template``; see :mod:`homalign.model.template`).
 (``matrix``, ``gap_open``...) are accepted and ignored.
 
 Search (``prepare``/``score``) ranks targets by the homology adapter's local forward score when the
-weights carry one (:mod:`homalign.model.contrastive`), else by the best local path of S; ``align``
+weights carry one (:mod:`homalign.model.contrastive`), else by the best local path of S, with
+E-values from the null law the weights carry (fitted on real unrelated proteins,
+:func:`homalign.model.homology.fit_null`) when they carry one; ``align``
 reports that score and the calibrated ``homology_probability`` in ``Alignment.extra``; search hits
 are traced back by ``align`` itself (the MEA alignment; ``Hit.score`` stays the ranking score).
 """
@@ -83,6 +85,15 @@ def _score(q: LearnedRep, t: LearnedRep, **_: Any) -> PairScores:
     model, meta = _model()
     return ranking_scores(model, meta, q.codes, q.embedding, t.codes, t.embedding,
                           profile_q=q.profile)
+
+
+def _null_params():
+    """The null law the bundled weights carry (``meta["null"]``, fitted by ``python -m
+    homalign.model.homology --null-pairs N`` on cross-fold SCOPe train-fold pairs), or None."""
+    from homalign.stats import EVDParams
+
+    null = _model()[1].get("null")
+    return EVDParams(**null["params"]) if null else None
 
 
 def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
@@ -162,4 +173,5 @@ register(Method(
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
     defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
+    null_params=_null_params,
 ))

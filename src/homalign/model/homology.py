@@ -10,6 +10,7 @@ SCOPe same-superfamily pairs (homologous) against pairs from different folds (un
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -79,7 +80,8 @@ def homology_probability(head: dict, score: float, lq: int, lt: int) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
 
-__all__ = ["fit_homology_head", "homology_probability", "ranking_score", "ranking_scores"]
+__all__ = ["fit_homology_head", "fit_null", "homology_probability", "null_fit_pairs",
+           "ranking_score", "ranking_scores"]
 
 
 def sample_scop_pairs(fasta: str, exclude: set[str], n_each: int, seed: int = 0
@@ -110,17 +112,50 @@ def sample_scop_pairs(fasta: str, exclude: set[str], n_each: int, seed: int = 0
     return pos + neg
 
 
+def null_fit_pairs(fasta: str | Path, exclude: set[str], n_pairs: int, seed: int = 0
+                   ) -> list[tuple[object, object]]:
+    """``n_pairs`` cross-fold pairs of SCOPe domains — real unrelated proteins — for fitting the
+    ranking score's null law: the folds of the ``exclude`` domains (the dev queries) and the
+    held-out tuning folds (:func:`homalign.evaluate.homology.is_heldout_fold`) are left out, so
+    neither the dev report nor the train-fold tuning queries see the fit."""
+    from homalign.evaluate.homology import is_heldout_fold
+    from homalign.sequence import read_sequences
+    from homalign.stats import unrelated_pairs
+
+    seqs = list(read_sequences(fasta))
+    fold_of = {s.id: ".".join(s.description.split()[0].split(".")[:2]) for s in seqs}
+    banned = {fold_of[i] for i in exclude if i in fold_of}
+    pool = [s for s in seqs if fold_of[s.id] not in banned and not is_heldout_fold(fold_of[s.id])]
+    if len({fold_of[s.id] for s in pool}) < 2:
+        raise ValueError(f"{fasta}: fewer than two folds left to draw unrelated pairs from")
+    qs, ts, _ = unrelated_pairs(n_pairs, sequences=pool, labels=[fold_of[s.id] for s in pool],
+                                seed=seed)
+    return list(zip(qs, ts, strict=True))
+
+
+def fit_null(score: np.ndarray, lq: np.ndarray, lt: np.ndarray, what: str) -> dict:
+    """The null law of ranking scores of unrelated pairs, as stored in the weights'
+    ``meta["null"]``: a Gumbel law with a fitted length exponent (:func:`homalign.stats.fit_gumbel`
+    with ``length_exponent=True``), because the learned score of real unrelated proteins drifts
+    with their lengths faster than Karlin–Altschul's ``ln(m n) / λ`` (docs/learned.md)."""
+    from homalign.stats import fit_gumbel
+
+    params = fit_gumbel(score, lq, lt, length_exponent=True,
+                        source=f"ML Gumbel fit with length exponent, {what}")
+    return {"params": params.to_json(), "pairs": int(len(score))}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Fit the head for a saved model and store it in the model's JSON metadata.
 
     ``python -m homalign.model.homology --weights runs/NAME/best [--pairs 1000]``: SCOPe train-fold
     pairs (dev queries excluded), learned local alignment scores, logistic fit on one half,
-    calibration reported on the other half.
+    calibration reported on the other half. ``--null-pairs N`` also fits the search's null law on
+    N cross-fold pairs (:func:`null_fit_pairs`, :func:`fit_null`); ``--no-head`` skips the head.
     """
     import argparse
     import json
     import time
-    from pathlib import Path
 
     import torch
 
@@ -131,12 +166,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=1000, help="pairs per class")
     ap.add_argument("--fasta", default="/work/shared/data/scope/astral-2.07-40.trainval.fa")
     ap.add_argument("--exclude", default="/work/shared/data/scope/dev-queries.txt")
+    ap.add_argument("--null-pairs", type=int, default=0,
+                    help="also fit the search's null law on this many cross-fold pairs")
+    ap.add_argument("--no-head", action="store_true", help="keep the stored homology head")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     model, meta = load_model(args.weights)
     exclude = set(Path(args.exclude).read_text().split())
     t0 = time.time()
-    data = sample_scop_pairs(args.fasta, exclude, args.pairs)
     cache: dict[str, tuple] = {}
 
     def embedded(seq):
@@ -144,6 +181,28 @@ def main(argv: list[str] | None = None) -> int:
             cache[seq.id] = (seq.codes, model.embed(seq.codes))
         return cache[seq.id]
 
+    def score_pairs(pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out = np.array([ranking_score(model, meta, *embedded(a), *embedded(b)) for a, b in pairs])
+        return (out, np.array([len(a) for a, _ in pairs], dtype=np.float64),
+                np.array([len(b) for _, b in pairs], dtype=np.float64))
+
+    stem = Path(args.weights)
+    report: dict = {}
+    if args.null_pairs:
+        pairs = null_fit_pairs(args.fasta, exclude, args.null_pairs)
+        kind = ("local forward score of the homology adapter" if meta.get("homology_score")
+                else "local best-path score")
+        meta["null"] = fit_null(*score_pairs(pairs), what=f"{len(pairs)} cross-fold SCOPe "
+                                f"train-fold pairs ({Path(args.fasta).name}), {kind}")
+        report["null"] = meta["null"]
+    if args.no_head:
+        if not args.null_pairs:
+            ap.error("--no-head without --null-pairs fits nothing")
+        atomic_write_bytes(stem.with_suffix(".json"),
+                           (json.dumps(meta, indent=2) + "\n").encode())
+        print(json.dumps({**report, "seconds": time.time() - t0}))
+        return 0
+    data = sample_scop_pairs(args.fasta, exclude, args.pairs)
     scores, lq, lt, y = [], [], [], []
     for a, b, label in data:
         (ca, ea), (cb, eb) = embedded(a), embedded(b)
@@ -174,9 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                               f" vs different folds), {kind}",
                  "heldout_brier": brier, "heldout_ece": ece, "heldout_auc": auc})
     meta["homology"] = head
-    stem = Path(args.weights)
     atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
-    print(json.dumps({**head, "seconds": time.time() - t0}))
+    print(json.dumps({**head, **report, "seconds": time.time() - t0}))
     return 0
 
 
