@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from homalign.evaluate.homology import mean_sensitivity, query_sensitivity, train_fold_tuning_set
+from homalign.model.weights import atomic_write_bytes
 from homalign.search import search
 from homalign.search.database import SequenceDB
 from homalign.search.engine import TargetReps
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         hs = search(db.sequence(db.index_of(q)), db, args.method, evalue=1e9, max_hits=2000,
                     traceback=False, target_reps=reps)
         hits[q] = [(h.target_id, h.score, h.evalue) for h in hs]
-        args.out.write_text(json.dumps(cache))
+        _save(args.out, cache)
         print(f"{n + 1}/{len(ts.queries)} {q} {time.time() - t0:.0f}s", file=sys.stderr,
               flush=True)
 
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         scores, _ = _pair_scores(args.method, [a for a, _ in pairs], [b for _, b in pairs],
                                  dict(m.defaults))
         cache[key] = [(len(a), len(b), float(s)) for (a, b), s in zip(pairs, scores, strict=True)]
-        args.out.write_text(json.dumps(cache))
+        _save(args.out, cache)
         print(f"null pairs scored {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     null = np.asarray(cache[key], dtype=np.float64)
     reg = fit_regression_tail(null[:, 2], null[:, 0], null[:, 1])
@@ -155,7 +156,7 @@ def decoy_calibration(method: str, ts, db: SequenceDB, cache: dict, out: Path,
                             traceback=False):
                 rows.append((q.id, len(q), int(decoys.lengths[h.target_index]), h.score))
         cache[key] = {"rows": rows, "residues": decoys.total_length, "n": len(decoys)}
-        out.write_text(json.dumps(cache))
+        _save(out, cache)
     d = cache[key]
     print("| null | E <= 0.1 | E <= 1 | E <= 5 | E <= 10 |")
     print("|---|---|---|---|---|")
@@ -176,6 +177,10 @@ def _meta(method: str) -> dict:
     from homalign.methods.learned import _model
 
     return _model()[1]
+
+
+def _save(path: Path, cache: dict) -> None:
+    atomic_write_bytes(path, json.dumps(cache).encode())  # a killed run leaves the old cache
 
 
 if __name__ == "__main__":
