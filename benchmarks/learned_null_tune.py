@@ -17,7 +17,8 @@ unrelated real proteins drifts with their lengths. This script
    carry), ``ln E + beta ln n`` for several ``beta``, the cross-fold regression null's
    ``N * P(S >= s | m, n)``, the cross-fold Gumbel law with a fitted length exponent
    (``K (m n)^gamma e^{-lambda S}``, what ``python -m homalign.model.homology --null-pairs``
-   ships) and the homology head's logit; ``--calibration``: each null's E-values on real decoys.
+   ships) and the homology head's logit; ``--calibration``: each null's E-values on real decoys;
+   ``--exhaustive N``: both laws on the search without the prefilter, for N of the queries.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--method", default="learned")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--label", default="as searched", help="what null the cached E-values had")
+    ap.add_argument("--exhaustive", type=int, default=0, metavar="N",
+                    help="also the search without prefilter for N of the queries (~25 s each)")
     ap.add_argument("--calibration", action="store_true",
                     help="also each null's E-values on real decoys (dev queries against "
                          "held-out-fold domains)")
@@ -125,12 +128,43 @@ def main(argv: list[str] | None = None) -> int:
                 break
     print(f"median length of the first false positive (search E-value) {np.median(first_fp):.0f};"
           f" of the database {np.median(db.lengths):.0f}")
+    if args.exhaustive:
+        exhaustive_check(args, db, reps, ts, cache, gg, lengths)
     if args.calibration:
         nulls = {"i.i.d. Gumbel fit (calibrate)": calibrate(args.method, {}, n_pairs=2000,
                                                             seed=0),
                  "cross-fold Gumbel, length exponent": gg, "cross-fold regression": reg}
         decoy_calibration(args.method, ts, db, cache, args.out, nulls)
     return 0
+
+
+def exhaustive_check(args, db: SequenceDB, reps, ts, cache: dict, gg, lengths: dict) -> None:
+    """The learned search without the prefilter (every database target; top 3,000 kept) for the
+    ``--exhaustive`` first tuning queries, ranked by the search's E-value and by the length-exponent
+    null, beside the prefiltered search of the same queries."""
+    sub = train_fold_tuning_set(args.exhaustive, heldout=True).queries
+    hits_ex = cache.setdefault(f"exhaustive:{args.method}", {})
+    t0 = time.time()
+    for n, q in enumerate(sub):
+        if q in hits_ex:
+            continue
+        hs = search(db.sequence(db.index_of(q)), db, args.method, evalue=1e9, max_hits=3000,
+                    prefilter=False, traceback=False, target_reps=reps)
+        hits_ex[q] = [(h.target_id, h.score, h.evalue) for h in hs]
+        _save(args.out, cache)
+        print(f"exhaustive {n + 1}/{len(sub)} {q} {time.time() - t0:.0f}s", file=sys.stderr,
+              flush=True)
+    pre = cache[f"hits:{args.method}"]
+    both = [q for q in sub if q in pre]
+    for name, lists in (("prefilter", pre), ("exhaustive", hits_ex)):
+        for law, key in (("search E-value", lambda t, s, e: e),
+                         ("length-exponent null",
+                          lambda t, s, e: -gg.lam * s + gg.gamma * np.log(lengths[t]))):
+            ranks = {q: [t for _, t in sorted((key(t, s, e), t) for t, s, e in lists[q]) if t != q]
+                     for q in both}
+            v = mean_sensitivity({q: query_sensitivity(q, ranks[q], ts.index) for q in both})
+            print(f"{len(both)} queries, {name:10s} {law:22s} "
+                  + " ".join(f"{lv}={x:.4f}" for lv, x in v.items()), flush=True)
 
 
 def decoy_calibration(method: str, ts, db: SequenceDB, cache: dict, out: Path,
