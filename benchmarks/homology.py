@@ -177,17 +177,10 @@ def calibration(args) -> None:
             [Sequence(f"d{i}", s) for i, s in enumerate(random_sequences(400, rng, 80, 400))])
         qs = [Sequence(f"q{i}", s) for i, s in enumerate(random_sequences(40, rng, 80, 400))]
     else:  # real proteins: dev queries against domains of the held-out train folds
-        from homalign.evaluate.homology import is_heldout_fold, labels_from_fasta
-        from homalign.sequence import read_sequences
+        from homalign.evaluate.homology import cross_fold_decoys
 
-        labels = labels_from_fasta(args.db)
-        dev = set(_queries(args))
-        seqs = list(read_sequences(args.db))
-        held = [x for x in seqs if x.id in labels and is_heldout_fold(labels[x.id].fold)]
-        db = SequenceDB.from_sequences([held[i] for i in rng.choice(len(held), 400, False)])
-        pool = [x for x in seqs if x.id in dev]
-        qs = [pool[i] for i in np.linspace(0, len(pool) - 1, 40).astype(int)]
-        assert not {labels[q.id].fold for q in qs} & {labels[t].fold for t in db.ids}
+        qs, decoys = cross_fold_decoys(args.db, _queries(args))
+        db = SequenceDB.from_sequences(decoys)
     cases = []
     for m in [m for m in args.methods.split(",") if m]:
         cases.append((m, {}))

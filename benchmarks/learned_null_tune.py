@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         nulls = {"i.i.d. Gumbel fit (calibrate)": calibrate(args.method, {}, n_pairs=2000,
                                                             seed=0),
                  "cross-fold Gumbel, length exponent": gg, "cross-fold regression": reg}
-        decoy_calibration(args.method, ts, db, cache, args.out, nulls)
+        decoy_calibration(args.method, ts, cache, args.out, nulls)
     return 0
 
 
@@ -167,25 +167,21 @@ def exhaustive_check(args, db: SequenceDB, reps, ts, cache: dict, gg, lengths: d
                   + " ".join(f"{lv}={x:.4f}" for lv, x in v.items()), flush=True)
 
 
-def decoy_calibration(method: str, ts, db: SequenceDB, cache: dict, out: Path,
-                      nulls: dict) -> None:
+def decoy_calibration(method: str, ts, cache: dict, out: Path, nulls: dict) -> None:
     """Hits per query with E <= x of 40 evenly spaced dev queries searched against 400 domains of
     the held-out train folds (real unrelated proteins; neither is in the null fit), exhaustively,
     under each null (ideal: x). The same decoys as ``benchmarks/homology.py calibration
     --decoys cross-fold``."""
-    from homalign.evaluate.homology import is_heldout_fold
+    from homalign.evaluate.homology import cross_fold_decoys
     from homalign.stats import db_evalues
 
     key = f"decoys:{method}"
     if key not in cache:
-        rng = np.random.default_rng(7)
-        seqs = [db.sequence(i) for i in range(len(db))]
-        held = [x for x in seqs if x.id in ts.labels and is_heldout_fold(ts.labels[x.id].fold)]
-        decoys = SequenceDB.from_sequences([held[i] for i in rng.choice(len(held), 400, False)])
-        dev = set((ts.fasta.parent / "dev-queries.txt").read_text().split())
-        pool = [x for x in seqs if x.id in dev]
+        dev = (ts.fasta.parent / "dev-queries.txt").read_text().split()
+        queries, decoy_seqs = cross_fold_decoys(ts.fasta, dev)
+        decoys = SequenceDB.from_sequences(decoy_seqs)
         rows = []
-        for q in [pool[i] for i in np.linspace(0, len(pool) - 1, 40).astype(int)]:
+        for q in queries:
             for h in search(q, decoys, method, evalue=1e30, prefilter=False, max_hits=None,
                             traceback=False):
                 rows.append((q.id, len(q), int(decoys.lengths[h.target_index]), h.score))

@@ -12,6 +12,8 @@ import pytest
 
 from homalign.evaluate.homology import (
     Scop,
+    cross_fold_decoys,
+    is_heldout_fold,
     ScopIndex,
     _parse_blast_tab,
     _parse_hmmer_tbl,
@@ -256,3 +258,21 @@ def test_train_fold_tuning_set_reads_a_data_root_and_leaves_out_dev_queries(tmp_
     assert ts.labels == labels_from_fasta(db)
     assert ts.queries == train_fold_queries(ts.labels, ts.index, set(dev), 100)
     assert ts.queries and not set(dev) & set(ts.queries)
+
+
+def test_cross_fold_decoys_come_from_held_out_folds_and_share_none_with_the_queries(tmp_path):
+    assert is_heldout_fold("a.9") and not is_heldout_fold("a.1")
+    rng = np.random.default_rng(2)
+    lines = []
+    for fold in ("a.1", "a.2", "a.9", "a.24"):  # a.9 and a.24 are held-out folds
+        for k, s in enumerate(random_sequences(6, rng, 40, 90)):
+            lines += [f">d{fold.replace('.', '')}x{k}_ {fold}.1.1 (A:) t", s.lower()]
+    fa = tmp_path / "db.fa"
+    fa.write_text("\n".join(lines) + "\n")
+    queries = [f"da1x{k}_" for k in range(6)] + ["da2x0_"]
+    picked, decoys = cross_fold_decoys(fa, queries, n_queries=3, n_decoys=8)
+    assert [q.id for q in picked] == ["da1x0_", "da1x3_", "da2x0_"]  # evenly spaced, file order
+    assert len(decoys) == len({d.id for d in decoys}) == 8
+    assert all(d.id.startswith(("da9x", "da24x")) for d in decoys)
+    with pytest.raises(ValueError, match="share folds"):
+        cross_fold_decoys(fa, ["da9x0_"], n_queries=1, n_decoys=12)

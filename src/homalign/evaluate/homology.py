@@ -199,12 +199,33 @@ def train_fold_queries(labels: dict[str, Scop], index: ScopIndex, exclude: set[s
 
 
 def is_heldout_fold(fold: str, fraction: float = 0.08) -> bool:
-    """Whether a SCOP fold is among those the homology adapter's training holds out
-    (``homalign.model.contrastive.load_scop_pairs``: crc32 of the fold name) — the folds of the
-    train-fold tuning queries."""
+    """Whether a SCOP fold is held out (crc32 of the fold name): from the homology adapter's
+    training (``homalign.model.contrastive.load_scop_pairs``) and the null-law fit, and the folds
+    of the train-fold tuning queries."""
     import zlib
 
     return zlib.crc32(fold.encode()) % 10_000 < int(fraction * 10_000)
+
+
+def cross_fold_decoys(fasta: str | Path, queries: Sequence[str], n_queries: int = 40,
+                      n_decoys: int = 400, seed: int = 7) -> tuple[list, list]:
+    """Real unrelated proteins for E-value calibration: ``n_queries`` evenly spaced sequences of
+    ``queries`` (the dev queries) and ``n_decoys`` random domains of the held-out train folds
+    (:func:`is_heldout_fold`), which share no fold with the dev queries (fold-disjoint splits)."""
+    from homalign.sequence import read_sequences
+
+    labels = labels_from_fasta(fasta)
+    seqs = list(read_sequences(fasta))
+    held = [x for x in seqs if x.id in labels and is_heldout_fold(labels[x.id].fold)]
+    rng = np.random.default_rng(seed)
+    decoys = [held[i] for i in rng.choice(len(held), n_decoys, replace=False)]
+    wanted = set(queries)
+    pool = [x for x in seqs if x.id in wanted]
+    picked = [pool[i] for i in np.linspace(0, len(pool) - 1, n_queries).astype(int)]
+    shared = {labels[q.id].fold for q in picked} & {labels[t.id].fold for t in decoys}
+    if shared:
+        raise ValueError(f"{fasta}: queries and decoys share folds {sorted(shared)}")
+    return picked, decoys
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ alignments exactly as they were: sharing the scores degraded alignment (held-out
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from homalign.evaluate.homology import is_heldout_fold
 from homalign.model.crf import crf_log_partition_batch, score_log_partition_batch
 from homalign.model.encoder import PAD
 from homalign.model.scorer import HomologyScore
@@ -78,14 +78,12 @@ def load_scop_pairs(fasta: str | Path, exclude: set[str], val_fraction: float = 
     by_sf: dict[str, list[int]] = {}
     for k, c in enumerate(sccs):
         by_sf.setdefault(".".join(c.split(".")[:3]), []).append(k)
-    cut = int(val_fraction * 10_000)
     out: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     for sf in sorted(by_sf):
         members = by_sf[sf]
         if len(members) < 2:
             continue
-        fold = ".".join(sf.split(".")[:2])
-        held = zlib.crc32(fold.encode()) % 10_000 < cut
+        held = is_heldout_fold(".".join(sf.split(".")[:2]), val_fraction)
         out[1 if held else 0].append(np.asarray(members))
     from homalign.search.database import SequenceDB
 

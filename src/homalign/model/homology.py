@@ -118,12 +118,12 @@ def null_fit_pairs(fasta: str | Path, exclude: set[str], n_pairs: int, seed: int
     ranking score's null law: the folds of the ``exclude`` domains (the dev queries) and the
     held-out tuning folds (:func:`homalign.evaluate.homology.is_heldout_fold`) are left out, so
     neither the dev report nor the train-fold tuning queries see the fit."""
-    from homalign.evaluate.homology import is_heldout_fold
+    from homalign.evaluate.homology import is_heldout_fold, labels_from_fasta
     from homalign.sequence import read_sequences
     from homalign.stats import unrelated_pairs
 
     seqs = list(read_sequences(fasta))
-    fold_of = {s.id: ".".join(s.description.split()[0].split(".")[:2]) for s in seqs}
+    fold_of = {i: lab.fold for i, lab in labels_from_fasta(fasta).items()}
     banned = {fold_of[i] for i in exclude if i in fold_of}
     pool = [s for s in seqs if fold_of[s.id] not in banned and not is_heldout_fold(fold_of[s.id])]
     if len({fold_of[s.id] for s in pool}) < 2:
