@@ -12,12 +12,12 @@ import pytest
 
 from homalign.evaluate.homology import (
     Scop,
-    cross_fold_decoys,
-    is_heldout_fold,
     ScopIndex,
     _parse_blast_tab,
     _parse_hmmer_tbl,
     _parse_jackhmmer_tbl,
+    cross_fold_decoys,
+    is_heldout_fold,
     labels_from_fasta,
     mean_sensitivity,
     precision_recall,
