@@ -12,7 +12,7 @@ import sys
 
 from homalign.errors import HomalignError
 
-VERBS = ("align", "search", "makedb", "benchmark", "train")
+VERBS = ("align", "search", "makedb", "makemsa", "benchmark", "train")
 
 
 def build_parser() -> argparse.ArgumentParser:

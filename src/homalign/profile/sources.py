@@ -5,8 +5,11 @@
   :func:`homalign.profile.iterative.build_msa`, cached on disk.
 * ``msa=DIRECTORY``: ``DIRECTORY/<sequence id>.a3m`` (or ``.fa``, ``.fasta``, ``.afa``, ``.sto``,
   ``.hhm``), so a benchmark can hand the same precomputed MSAs to every method and peer.
-* ``query_msa=PATH`` / ``target_msa=PATH`` (A3M, aligned FASTA or Stockholm, chosen by suffix)
-  and ``query_hhm=PATH`` / ``target_hhm=PATH`` override ``msa`` for that side of a pairwise call.
+* ``query_msa=PATH`` / ``target_msa=PATH`` (A3M, aligned FASTA or Stockholm, chosen by suffix,
+  or a DIRECTORY of ``<id>.a3m`` files such as an MSA database written by
+  :func:`homalign.profile.msadb.build_msa_db`) and ``query_hhm=PATH`` / ``target_hhm=PATH``
+  override ``msa`` for that side (``search`` prepares its query as ``"query"`` and the database
+  sequences as ``"target"``).
 
 The MSA's first row (its match columns) must be the sequence being aligned, else InputError.
 Profiles are memoised per process (LRU) on (sequence, source, options).
@@ -49,6 +52,8 @@ def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> 
             return ("hhm", str(hhm))
         msa_file = options.get(f"{role}_msa")
         if msa_file:
+            if Path(msa_file).is_dir():
+                return _from_directory(seq, Path(msa_file))
             return ("file", str(msa_file))
     msa = str(options.get("msa") or "single")
     if msa == "single":
@@ -63,15 +68,19 @@ def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> 
         return ("iterative", f"{int(n)}|{db}|{options.get('inclusion_evalue', 1e-3)}")
     path = Path(msa)
     if path.is_dir():
-        for suffix in MSA_SUFFIXES:
-            cand = path / f"{seq.id}{suffix}"
-            if cand.exists():
-                return ("hhm" if suffix == ".hhm" else "file", str(cand))
-        raise FileNotFoundError(f"no MSA for {seq.id!r} in {path} (tried {', '.join(MSA_SUFFIXES)})")
+        return _from_directory(seq, path)
     raise ValueError(
         f"msa={msa!r}: use 'single', 'iterative[:N]' with db=, a directory of <id>.a3m files, "
         "or query_msa=/target_msa= for files"
     )
+
+
+def _from_directory(seq: Sequence, path: Path) -> tuple[str, str]:
+    for suffix in MSA_SUFFIXES:
+        cand = path / f"{seq.id}{suffix}"
+        if cand.exists():
+            return ("hhm" if suffix == ".hhm" else "file", str(cand))
+    raise FileNotFoundError(f"no MSA for {seq.id!r} in {path} (tried {', '.join(MSA_SUFFIXES)})")
 
 
 def _check_query(seq: Sequence, query: Sequence, path: str) -> None:

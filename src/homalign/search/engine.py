@@ -63,7 +63,7 @@ class TargetReps:
         rep = self._reps.get(i)
         if rep is None:
             assert self.method.prepare is not None
-            rep = self.method.prepare(self.db.sequence(i), **self.options)
+            rep = self.method.prepare(self.db.sequence(i), role="target", **self.options)
             if len(self._reps) < self.max_entries:
                 self._reps[i] = rep
         return rep
@@ -161,7 +161,7 @@ def search(
         qrep = None
     elif is_dp:
         assert m.prepare is not None
-        qrep = query_rep if query_rep is not None else m.prepare(q, **opts)
+        qrep = query_rep if query_rep is not None else m.prepare(q, role="query", **opts)
         if target_reps is None or target_reps.db is not db:
             target_reps = TargetReps(m, db, opts)
         scores = _dp_scores(m, qrep, target_reps, cand, opts)
@@ -199,7 +199,7 @@ def search(
         target_reps = TargetReps(m, db, opts)
     if is_dp and qrep is None:
         assert m.prepare is not None
-        qrep = m.prepare(q, **opts)
+        qrep = m.prepare(q, role="query", **opts)
     hits: list[Hit] = []
     for n in order:
         t = int(cand[n])

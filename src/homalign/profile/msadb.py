@@ -1,0 +1,174 @@
+"""A database of MSAs: one iterative-search MSA per database sequence (HHblits-style profiles).
+
+HH-suite searches a query profile against a database of *profiles* (each database sequence's own
+MSA); a profile-profile score then sees the conservation of both families. :func:`build_msa_db`
+makes such a database from a sequence database: for every sequence, ``iterations`` rounds of
+:func:`homalign.profile.iterative.build_msa` against the same database, written as
+``OUTDIR/<id>.a3m`` — the layout ``msa=DIRECTORY`` / ``target_msa=DIRECTORY`` already read
+(:mod:`homalign.profile.sources`).
+
+Building is the long part (about 0.5 s of CPU per sequence for two iterations against the 11,487
+ASTRAL 40% domains), so it is resumable and parallel:
+
+* each A3M is written to a temporary file and renamed into place, so a file is complete or
+  absent, and a rerun skips the sequences that already have one;
+* ``OUTDIR/msadb.json`` records the settings and the database's identity (path, sequence count,
+  residues, a hash of the ids); resuming with other settings or another database is refused;
+* ``jobs`` worker processes share the sequences round-robin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from homalign.errors import InputError
+
+MANIFEST = "msadb.json"
+FORMAT = "homalign-msadb"
+FORMAT_VERSION = 1
+
+
+def msa_filename(seq_id: str) -> str:
+    """``<id>.a3m``; refuses ids that cannot be a file name."""
+    if not seq_id or "/" in seq_id or "\\" in seq_id or seq_id.startswith(".") or "\0" in seq_id:
+        raise InputError("sequence id cannot name an MSA file", record=seq_id)
+    return f"{seq_id}.a3m"
+
+
+def _db_identity(db: Any) -> dict[str, Any]:
+    ids = hashlib.sha256("\n".join(db.ids).encode()).hexdigest()[:16]
+    return {"sequences": len(db), "residues": int(db.total_length), "ids_sha256": ids}
+
+
+def _settings(db: Any, iterations: int, inclusion_evalue: float,
+              max_candidates: int) -> dict[str, Any]:
+    return {"format": FORMAT, "version": FORMAT_VERSION, "database": _db_identity(db),
+            "iterations": int(iterations), "inclusion_evalue": float(inclusion_evalue),
+            "max_candidates": int(max_candidates)}
+
+
+def _write_manifest(outdir: Path, settings: dict[str, Any]) -> None:
+    from homalign.io.atomic import atomic_write
+
+    path = outdir / MANIFEST
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old != settings:
+            diff = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
+            raise InputError(f"an MSA database with other settings is here ({', '.join(diff)} "
+                             "differ); use another directory", path=path)
+        return
+    with atomic_write(path) as fh:
+        json.dump(settings, fh, indent=1)
+
+
+def _build_part(args: tuple) -> int:
+    """Worker: MSAs of sequences ``part, part + jobs, ...`` missing from ``outdir``."""
+    from homalign.io import write_a3m
+    from homalign.profile.iterative import _open_db, build_msa
+
+    db_path, outdir, part, jobs, iterations, inclusion, max_candidates, progress = args
+    db = _open_db(db_path)
+    out = Path(outdir)
+    done = 0
+    for i in range(part, len(db), jobs):
+        path = out / msa_filename(db.ids[i])
+        if path.exists():
+            continue
+        msa = build_msa(db.sequence(i), db, iterations, inclusion_evalue=inclusion,
+                        max_candidates=max_candidates)
+        write_a3m(path, msa)
+        done += 1
+        if progress is not None:
+            progress.put(1)
+    return done
+
+
+def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: int = 2, *,
+                 inclusion_evalue: float = 1e-3, max_candidates: int = 300, jobs: int = 1,
+                 progress: bool = True) -> Path:
+    """Write ``OUTDIR/<id>.a3m`` for every sequence of ``db`` (FASTA or makedb directory) that
+    lacks one (see the module docstring); returns ``OUTDIR``."""
+    from homalign.profile.iterative import _open_db
+
+    if iterations < 1:
+        raise ValueError("iterations must be at least 1")
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    seqdb = _open_db(str(db))
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    for sid in seqdb.ids:
+        msa_filename(sid)
+    _write_manifest(out, _settings(seqdb, iterations, inclusion_evalue, max_candidates))
+    missing = sum(not (out / msa_filename(s)).exists() for s in seqdb.ids)
+    if missing == 0:
+        return out
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(seqdb), initial=len(seqdb) - missing, desc="MSAs", unit="seq",
+               disable=not progress, dynamic_ncols=True)
+    try:
+        if jobs == 1:
+            queue = _BarQueue(bar)
+            _build_part((str(db), str(out), 0, 1, iterations, inclusion_evalue, max_candidates,
+                         queue))
+        else:
+            _run_parallel(str(db), out, jobs, iterations, inclusion_evalue, max_candidates, bar)
+    finally:
+        bar.close()
+    return out
+
+
+class _BarQueue:
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def put(self, n: int) -> None:
+        self.bar.update(n)
+
+
+def _run_parallel(db: str, out: Path, jobs: int, iterations: int, inclusion: float,
+                  max_candidates: int, bar: Any) -> None:
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    ctx = mp.get_context("spawn")
+    with ctx.Manager() as manager:
+        q = manager.Queue()
+        with ctx.Pool(jobs) as pool:
+            result = pool.map_async(_build_part, [
+                (db, str(out), part, jobs, iterations, inclusion, max_candidates, q)
+                for part in range(jobs)])
+            while not result.ready():
+                try:
+                    bar.update(q.get(timeout=0.5))
+                except queue_mod.Empty:
+                    pass
+            result.get()  # re-raises a worker's error
+
+
+def open_msa_db(outdir: str | os.PathLike, db: Any = None) -> Path:
+    """Check that ``outdir`` is a complete MSA database (of ``db`` when given); returns it."""
+    out = Path(outdir)
+    path = out / MANIFEST
+    if not path.exists():
+        raise InputError("not an MSA database (no msadb.json; build it with homalign makemsa)",
+                         path=out)
+    settings = json.loads(path.read_text())
+    if settings.get("format") != FORMAT:
+        raise InputError(f"not an MSA database (format {settings.get('format')!r})", path=path)
+    if db is not None:
+        if settings["database"] != _db_identity(db):
+            raise InputError("the MSA database was built for another sequence database",
+                             path=path)
+        missing = [s for s in db.ids if not (out / msa_filename(s)).exists()]
+        if missing:
+            raise InputError(f"the MSA database is incomplete: {len(missing)} of {len(db)} "
+                             "sequences have no MSA yet (rerun homalign makemsa to finish it)",
+                             path=out, record=missing[0])
+    return out

@@ -1,0 +1,100 @@
+"""The MSA database (one iterative-search A3M per database sequence) and searching against it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from homalign.errors import InputError
+from homalign.io import read_a3m
+from homalign.methods import get_method
+from homalign.methods.profile import ProteinRep
+from homalign.profile import Profile
+from homalign.profile.msadb import MANIFEST, build_msa_db, msa_filename, open_msa_db
+from homalign.search import SequenceDB, search
+from homalign.sequence import Sequence
+
+FAMILY = [
+    Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAEWLRSGQ"),
+    Sequence("h1", "MKILAAGIVGLLLAGCTSHKEEAPKAEEAAPAAEEKTEKAEWLRSGE"),
+    Sequence("h2", "PPMKVLSAGIVGLLLAGCSSHKDEAPKAEEAAPAAEEKSEKAEWIRSGQ"),
+]
+NOISE = [Sequence(f"n{i}", s) for i, s in enumerate([
+    "WYWYHHPPGGCCWYWYHHPPGGTRTRNMNMQSQSQS",
+    "DDEEKKRRDDEEKKRRDDEEKKGHGHGHPLPLPLAA",
+    "CPCPCPWHWHWHYFYFYFSTSTSTNQNQNQMVMVMV"])]
+
+
+@pytest.fixture()
+def dbfile(tmp_path):
+    path = tmp_path / "db.fa"
+    path.write_text("".join(f">{s.id}\n{s.residues}\n" for s in FAMILY + NOISE))
+    return path
+
+
+def test_build_writes_one_a3m_per_sequence_with_its_homologs(dbfile, tmp_path):
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    assert sorted(p.name for p in out.glob("*.a3m")) == sorted(
+        f"{s.id}.a3m" for s in FAMILY + NOISE)
+    q = read_a3m(out / "q.a3m")
+    assert q.ids[0] == "q" and q.rows[0] == FAMILY[0].residues
+    assert {"h1", "h2"} <= set(q.ids[1:]) and not {"n0", "n1", "n2"} & set(q.ids)
+    settings = json.loads((out / MANIFEST).read_text())
+    assert settings["iterations"] == 1 and settings["database"]["sequences"] == 6
+    db = SequenceDB.from_fasta(dbfile)
+    assert open_msa_db(out, db) == out
+
+
+def test_rerun_resumes_and_other_settings_are_refused(dbfile, tmp_path):
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    before = {p.name: (p.stat().st_mtime_ns, p.read_text()) for p in out.glob("*.a3m")}
+    (out / "h1.a3m").unlink()
+    db = SequenceDB.from_fasta(dbfile)
+    with pytest.raises(InputError, match="incomplete: 1 of 6"):
+        open_msa_db(out, db)
+    build_msa_db(dbfile, out, 1, progress=False)
+    after = {p.name: (p.stat().st_mtime_ns, p.read_text()) for p in out.glob("*.a3m")}
+    assert after.keys() == before.keys()
+    assert after["h1.a3m"][1] == before["h1.a3m"][1]  # rebuilt identically
+    assert all(after[k] == before[k] for k in before if k != "h1.a3m")  # not touched
+    with pytest.raises(InputError, match="iterations"):
+        build_msa_db(dbfile, out, 2, progress=False)
+
+
+def test_parallel_build_equals_serial(dbfile, tmp_path):
+    one = build_msa_db(dbfile, tmp_path / "one", 1, progress=False)
+    two = build_msa_db(dbfile, tmp_path / "two", 1, jobs=2, progress=False)
+    for p in one.glob("*.a3m"):
+        assert (two / p.name).read_text() == p.read_text()
+
+
+def test_unusable_ids_and_foreign_directories_are_errors(tmp_path):
+    with pytest.raises(InputError, match="cannot name an MSA file"):
+        msa_filename("a/b")
+    with pytest.raises(InputError, match="not an MSA database"):
+        open_msa_db(tmp_path)
+
+
+def test_search_scores_targets_with_their_database_msas(dbfile, tmp_path):
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    db = SequenceDB.from_fasta(dbfile)
+    m = get_method("hhm")
+    hits = search(FAMILY[0], db, "hhm", evalue=1e9, prefilter=False, traceback=False,
+                  target_msa=str(out))
+    by_id = {h.target_id: h.score for h in hits}
+    opts = dict(m.defaults)
+    qrep = ProteinRep(FAMILY[0], options=opts, role="query")
+    for t in ("h1", "n0"):
+        trep = ProteinRep(db.sequence(db.index_of(t)),
+                          source=Profile.from_msa(read_a3m(out / f"{t}.a3m"),
+                                                  pseudocounts=opts["pseudocounts"],
+                                                  admix=opts["admix"]))
+        ps = m.score(qrep, trep, **opts)
+        from homalign.methods.base import score_values
+
+        assert by_id[t] == pytest.approx(float(score_values([ps])[0]))
+    single = {h.target_id: h.score for h in search(FAMILY[0], db, "hhm", evalue=1e9,
+                                                    prefilter=False, traceback=False)}
+    assert not np.isclose(single["h1"], by_id["h1"])  # the target's MSA changed its profile
