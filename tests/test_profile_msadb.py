@@ -98,3 +98,52 @@ def test_search_scores_targets_with_their_database_msas(dbfile, tmp_path):
     single = {h.target_id: h.score for h in search(FAMILY[0], db, "hhm", evalue=1e9,
                                                     prefilter=False, traceback=False)}
     assert not np.isclose(single["h1"], by_id["h1"])  # the target's MSA changed its profile
+
+
+def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch):
+    from homalign.profile.iterative import iterative_search
+    from homalign.profile.msadb import null_params
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    db = SequenceDB.from_fasta(dbfile)
+    hits = iterative_search(FAMILY[0], db, 2, "hhm", target_msa=out, prefilter=False,
+                            evalue=1e9)
+    assert {h.target_id for h in hits[:3]} == {"q", "h1", "h2"}
+    assert all(h.alignment is not None and h.alignment.evalue == h.evalue for h in hits)
+    params = null_params(out, db)
+    assert (out / "null-hhm.json").exists() and params.gamma is not None
+    assert null_params(out, db) == params  # read back, not refitted
+
+    two = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
+                           traceback=False)
+    none = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
+                            traceback=False, target_msa=out, profile_weight=0.0)
+    assert [(h.target_id, h.evalue) for h in none] == [(h.target_id, h.evalue) for h in two]
+    three = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
+                             traceback=False, target_msa=out, profile_weight=0.25)
+    e2 = {h.target_id: h.evalue for h in two}
+    assert any(not np.isclose(h.evalue, e2[h.target_id]) for h in three)
+    with pytest.raises(ValueError, match="profile_weight"):
+        iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, target_msa=out,
+                         profile_weight=0.9)
+
+
+def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeypatch, capsys):
+    from homalign.cli import main
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "msadb"
+    assert main(["makemsa", str(dbfile), str(out), "--iterations", "1", "--no-progress"]) == 0
+    assert (out / "h2.a3m").exists()
+    query = tmp_path / "q.fa"
+    query.write_text(f">q\n{FAMILY[0].residues}\n")
+    capsys.readouterr()
+    assert main(["search", str(query), str(dbfile), "--method", "hhm", "--target-msa", str(out),
+                 "--exhaustive", "--evalue", "1000", "--no-progress"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()
+            if line and not line.startswith("#")]
+    assert {r[1] for r in rows[:3]} == {"q", "h1", "h2"}
+    assert main(["search", str(query), str(dbfile), "--method", "hhm", "--target-msa",
+                 str(tmp_path / "nothing"), "--no-progress"]) == 2
+    assert "not an MSA database" in capsys.readouterr().err

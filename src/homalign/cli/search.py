@@ -52,6 +52,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="N > 1: iterative profile search (PSI-BLAST style, N rounds); with a "
                         "method other than sw/pssm (e.g. learned), that method's ranking is "
                         "fused with the last PSSM round's")
+    p.add_argument("--target-msa", default=None, metavar="MSADB",
+                   help="an MSA database of DB (homalign makemsa): the query's MSA also scores "
+                        "every candidate's own MSA (HHsearch-class hhm score); with --method hhm "
+                        "that is the result (HHblits class), with learned it joins the fusion")
     p.add_argument("--matrix", default=None, help="substitution matrix (sequence methods)")
     p.add_argument("--gap-open", type=float, default=None, help="gap open cost (BLAST convention)")
     p.add_argument("--gap-extend", type=float, default=None, help="gap extend cost")
@@ -90,7 +94,8 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
     for q in tqdm(queries, desc="iterative search", unit="query", disable=args.no_progress):
         hits = iterative_search(q, db, args.iterations, args.method, evalue=args.evalue,
                                 max_hits=args.max_hits, prefilter=not args.exhaustive,
-                                prefilter_options=pf_opts, **pssm, **own)
+                                prefilter_options=pf_opts, target_msa=args.target_msa,
+                                **pssm, **own)
         results.append((q, hits))
     return results
 
@@ -105,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(args.db)
     opts = _method_options(args)
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
-    if args.iterations > 1:
+    if args.iterations > 1 or args.target_msa is not None:
         if args.ray is not None:
-            raise ValueError("--iterations with --ray is not supported")
+            raise ValueError("--iterations and --target-msa with --ray are not supported")
         results = _iterative(queries, db, args, opts)
     elif args.ray is not None:
         from homalign.search.ray_backend import search_ray

@@ -295,6 +295,9 @@ def precision_recall(results: dict[str, list[tuple[str, float, float]]], queries
 # Running methods
 # ---------------------------------------------------------------------------------------------
 
+MSADB_SUFFIX = "+msadb"
+
+
 def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
                         prefilter: bool = True, max_hits: int = 2000, progress: bool = True,
                         **options: Any) -> dict[str, list[tuple[str, float, float]]]:
@@ -481,9 +484,13 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
                   out: str | Path, *, prefilter: bool = True, max_hits: int = 2000,
                   threads: int = 2, limit: int | None = None, progress: bool = True,
                   method_options: dict[str, Any] | None = None,
-                  peer_evalue: float = 10.0) -> list[dict[str, Any]]:
+                  peer_evalue: float = 10.0,
+                  target_msa: str | Path | None = None) -> list[dict[str, Any]]:
     """Run every method, write ``summary.csv``, ``per_query.csv``, ``precision_recall.csv``,
-    ``hits/<method>.tsv`` and the plots into ``out``; returns the summary rows."""
+    ``hits/<method>.tsv`` and the plots into ``out``; returns the summary rows.
+
+    ``METHOD@N+msadb`` runs ``METHOD@N`` with the MSA database ``target_msa`` (the
+    ``target_msa=`` of :func:`homalign.profile.iterative.iterative_search`)."""
     from homalign.search import SequenceDB
 
     out = Path(out)
@@ -508,6 +515,14 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
                     continue
                 results = run_peer(method, queries, db, plain_db, Path(tmp) / method,
                                    threads=threads, max_targets=max_hits, evalue=peer_evalue)
+            elif method.endswith(MSADB_SUFFIX):
+                if target_msa is None:
+                    raise ValueError(f"{method}: give the MSA database (target_msa / "
+                                     "--target-msa)")
+                results = run_homalign_method(method[: -len(MSADB_SUFFIX)], queries, db,
+                                              prefilter=prefilter, max_hits=max_hits,
+                                              progress=progress, target_msa=str(target_msa),
+                                              **(method_options or {}))
             else:
                 results = run_homalign_method(method, queries, db, prefilter=prefilter,
                                               max_hits=max_hits, progress=progress,
@@ -609,6 +624,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "N-round iterative search (pssm@3: PSI-BLAST class; learned@3: learned "
                         "fused with the PSSM round); default sw,blastp,mmseqs")
     p.add_argument("--out", required=True, metavar="OUTDIR", help="output directory")
+    p.add_argument("--target-msa", default=None, metavar="MSADB",
+                   help="MSA database of --db (homalign makemsa) for METHOD@N+msadb methods "
+                        "(hhm@3+msadb: HHblits class; learned@3+msadb: learned fused with it)")
     p.add_argument("--exhaustive", action="store_true", help="homalign methods: no prefilter")
     p.add_argument("--max-hits", type=int, default=2000,
                    help="ranking depth per query, also the peers' max target count (2000)")
@@ -625,9 +643,14 @@ def run_cli(args: argparse.Namespace) -> int:
     if not methods:
         raise ValueError("give at least one method")
     for m in methods:
+        if m.endswith(MSADB_SUFFIX):
+            if "@" not in m or args.target_msa is None:
+                raise ValueError(f"{m}: +msadb needs an iterative METHOD@N and --target-msa")
+            m = m[: -len(MSADB_SUFFIX)]
         if "@" in m:
             parse_iterative_name(m)
     run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
                   max_hits=args.max_hits, threads=args.threads, limit=args.limit,
-                  progress=not args.no_progress, peer_evalue=args.peer_evalue)
+                  progress=not args.no_progress, peer_evalue=args.peer_evalue,
+                  target_msa=args.target_msa)
     return 0

@@ -43,6 +43,8 @@ DEFAULT_INCLUSION_EVALUE = 1e-3
 DEFAULT_MAX_HITS = 500
 DEFAULT_MAX_CANDIDATES = 300  # targets per round that pass the k-mer prefilter to the full DP
 DEFAULT_FUSION_WEIGHT = 0.5  # weight of the method's ln E against the PSSM round's (held-out tuned)
+DEFAULT_PROFILE_WEIGHT = 0.25  # weight of the MSA-database round's ln E (held-out tuned)
+PROFILE_DB_METHOD = "hhm"  # scores the query MSA against the database MSAs (HHsearch class)
 PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
 
 
@@ -150,6 +152,8 @@ def iterative_search(
     gap_open: float = 11.0,
     gap_extend: float = 1.0,
     target_reps: Any = None,
+    target_msa: str | os.PathLike | None = None,
+    profile_weight: float | None = None,
     **method_options: Any,
 ) -> list:
     """Hits of an ``iterations``-round profile search of ``db`` (see the module docstring).
@@ -159,6 +163,13 @@ def iterative_search(
     (``fusion_weight`` on the method's ln E); ``method_options`` and ``target_reps`` go to that
     method's search. ``matrix`` and the gap costs are the PSSM rounds'; ``inclusion_evalue`` and
     ``max_candidates`` (prefilter targets per inclusion round) are :func:`build_msa`'s.
+
+    ``target_msa``: an MSA database of ``db`` (:func:`homalign.profile.msadb.build_msa_db`).
+    The query's MSA then also ranks the candidates against every target's *own* MSA by the
+    HHsearch-class ``hhm`` score (E-values from the database's null law,
+    :func:`homalign.profile.msadb.null_params`): with ``method="hhm"`` that round is the result
+    (HHblits class); with another method it joins the fusion with weight ``profile_weight``
+    (default :data:`DEFAULT_PROFILE_WEIGHT`; the PSSM round keeps the rest).
     """
     import math
 
@@ -187,7 +198,7 @@ def iterative_search(
     params = karlin_altschul(matrix, gap_open, gap_extend)
     pssm_opts = {"query_rep": rep, "params": params, "matrix": matrix, "gap_open": gap_open,
                  "gap_extend": gap_extend}
-    if method in PSSM_METHODS:
+    if method in PSSM_METHODS and target_msa is None:
         return search(query, db, method="pssm", evalue=evalue, max_hits=max_hits,
                       prefilter=prefilter, prefilter_options=prefilter_options,
                       traceback=traceback, **pssm_opts)
@@ -195,12 +206,82 @@ def iterative_search(
         cand = run_prefilter(query.codes, db, **(prefilter_options or {}))
     else:
         cand = np.arange(len(db), dtype=np.int64)
+    if target_msa is not None:
+        profile_hits, qrep = _msa_db_round(query, db, msa if iterations > 1 else None, cand,
+                                           target_msa)
+        if method in (*PSSM_METHODS, PROFILE_DB_METHOD):
+            return _finish(query, db, profile_hits, evalue, max_hits, traceback,
+                           PROFILE_DB_METHOD, _msa_db_reps(str(target_msa), db),
+                           {"target_msa": str(target_msa), "query_rep": qrep})
     own = search(query, db, method=method, evalue=math.inf, max_hits=None, candidates=cand,
                  traceback=False, target_reps=target_reps, **method_options)
     pssm = search(query, db, method="pssm", evalue=math.inf, max_hits=None, candidates=cand,
                   traceback=False, **pssm_opts)
-    fused = [h for h in fuse_hits([own, pssm], [fusion_weight, 1.0 - fusion_weight])
-             if h.evalue <= evalue][:max_hits]
+    if target_msa is None:
+        lists, weights = [own, pssm], [fusion_weight, 1.0 - fusion_weight]
+    else:
+        pw = DEFAULT_PROFILE_WEIGHT if profile_weight is None else float(profile_weight)
+        if not 0.0 <= pw <= 1.0 - fusion_weight + 1e-12:
+            raise ValueError(f"profile_weight must be in [0, 1 - fusion_weight], got {pw}")
+        lists = [own, pssm, profile_hits]
+        weights = [fusion_weight, max(1.0 - fusion_weight - pw, 0.0), pw]
+    fused = [h for h in fuse_hits(lists, weights) if h.evalue <= evalue][:max_hits]
+    return _finish(query, db, fused, evalue, max_hits, traceback, method, target_reps,
+                   method_options, fused_already=True)
+
+
+def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
+                  target_msa: str | os.PathLike) -> tuple[list, Any]:
+    """(hits, query representation) of the query's MSA (None: its sequence alone) against the
+    candidates' own MSAs."""
+    import math
+
+    from homalign.methods import get_method
+    from homalign.methods.profile import ProteinRep
+    from homalign.profile.msadb import null_params, open_msa_db
+    from homalign.search import search
+
+    open_msa_db(target_msa)
+    m = get_method(PROFILE_DB_METHOD)
+    opts = {k: m.defaults[k] for k in ("pseudocounts", "admix", "matrix") if k in m.defaults}
+    if msa is None:
+        from homalign.io import MSA
+
+        msa = MSA([query.id], [query.residues])
+    qrep = ProteinRep(query, source=Profile.from_msa(msa, **opts))
+    hits = search(query, db, method=PROFILE_DB_METHOD, evalue=math.inf, max_hits=None,
+                  candidates=cand, traceback=False, query_rep=qrep,
+                  target_reps=_msa_db_reps(str(target_msa), db),
+                  params=null_params(target_msa, db, PROFILE_DB_METHOD),
+                  target_msa=str(target_msa))
+    return hits, qrep
+
+
+_MSA_DB_REPS: dict[tuple[str, int], Any] = {}
+
+
+def _msa_db_reps(target_msa: str, db: Any) -> Any:
+    """Prepared target profiles of an MSA database, shared by the queries of one process."""
+    from homalign.methods import get_method
+    from homalign.search import TargetReps
+
+    key = (target_msa, id(db))
+    if key not in _MSA_DB_REPS:
+        m = get_method(PROFILE_DB_METHOD)
+        _MSA_DB_REPS.clear()
+        _MSA_DB_REPS[key] = TargetReps(m, db, {**m.defaults, "target_msa": target_msa})
+    return _MSA_DB_REPS[key]
+
+
+def _finish(query: Sequence, db: Any, hits: list, evalue: float, max_hits: int | None,
+            traceback: bool, method: str, target_reps: Any, method_options: dict,
+            fused_already: bool = False) -> list:
+    """Threshold and cut a ranked hit list, then trace the kept hits back with ``method``."""
+    import math
+
+    from homalign.search import search
+
+    fused = hits if fused_already else [h for h in hits if h.evalue <= evalue][:max_hits]
     if not traceback or not fused:
         return fused
     keep = np.array([h.target_index for h in fused], dtype=np.int64)

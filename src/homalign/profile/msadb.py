@@ -172,3 +172,60 @@ def open_msa_db(outdir: str | os.PathLike, db: Any = None) -> Path:
                              "sequences have no MSA yet (rerun homalign makemsa to finish it)",
                              path=out, record=missing[0])
     return out
+
+
+NULL_PAIRS = 2000
+
+
+def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
+                n_pairs: int = NULL_PAIRS, seed: int = 0):
+    """The null law of ``method``'s profile-profile scores between this database's MSAs.
+
+    A Gumbel law with a fitted length exponent (:func:`homalign.stats.fit_gumbel` with
+    ``length_exponent=True``) on ``n_pairs`` random pairs of database sequences, each scored with
+    both MSAs (random pairs of a database of diverse proteins are unrelated but for a few per
+    cent, as HHsearch assumes when it calibrates on its database). Fitted once and kept as
+    ``OUTDIR/null-<method>.json`` (written atomically); returns an ``EVDParams``."""
+    import numpy as np
+
+    from homalign.io.atomic import atomic_write
+    from homalign.methods import get_method
+    from homalign.methods.base import score_values
+    from homalign.profile.sources import get_profile
+    from homalign.stats import EVDParams, fit_gumbel
+
+    out = open_msa_db(outdir)
+    path = out / f"null-{method}.json"
+    if path.exists():
+        data = json.loads(path.read_text())
+        if data.get("n_pairs") == n_pairs and data.get("seed") == seed:
+            return EVDParams(**data["params"])
+    m = get_method(method)
+    if m.prepare is None or m.score is None:
+        raise ValueError(f"method {method!r} has no profile score to fit a null law for")
+    opts = {**m.defaults, "msa": str(out)}
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, len(db), 2 * n_pairs)
+    b = rng.integers(0, len(db), 2 * n_pairs)
+    keep = np.flatnonzero(a != b)[:n_pairs]
+    a, b = a[keep], b[keep]
+    if len(a) < 10:
+        raise ValueError("the database is too small to fit a null law (needs 10 pairs)")
+    from homalign.methods.profile import ProteinRep
+
+    reps: dict[int, Any] = {}
+
+    def rep(i: int) -> Any:
+        if i not in reps:
+            seq = db.sequence(i)
+            reps[i] = ProteinRep(seq, source=get_profile(seq, None, **opts))
+        return reps[i]
+
+    scores = score_values([m.score(rep(int(x)), rep(int(y)), **opts)
+                           for x, y in zip(a, b, strict=True)])
+    params = fit_gumbel(scores, db.lengths[a], db.lengths[b], length_exponent=True,
+                        source=f"ML Gumbel fit with length exponent, {len(a)} random pairs of "
+                               f"database MSAs ({method})")
+    with atomic_write(path) as fh:
+        json.dump({"n_pairs": n_pairs, "seed": seed, "params": params.to_json()}, fh, indent=1)
+    return params
