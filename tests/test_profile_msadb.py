@@ -147,3 +147,29 @@ def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeyp
     assert main(["search", str(query), str(dbfile), "--method", "hhm", "--target-msa",
                  str(tmp_path / "nothing"), "--no-progress"]) == 2
     assert "not an MSA database" in capsys.readouterr().err
+
+
+def test_the_query_is_left_out_of_the_target_msas(dbfile, tmp_path, monkeypatch):
+    from homalign.methods.base import score_values
+    from homalign.profile.iterative import iterative_search
+    from homalign.profile.msadb import member_index, without_member
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    assert {"h1", "h2"} <= set(member_index(out)["q"])
+    h1 = read_a3m(out / "h1.a3m")
+    reduced = without_member(h1, "q")
+    assert "q" in h1.ids and "q" not in reduced.ids and reduced.ids[0] == "h1"
+    assert len(reduced.ids) == len(h1.ids) - h1.ids[1:].count("q")
+    db = SequenceDB.from_fasta(dbfile)
+    m = get_method("hhm")
+    opts = {k: m.defaults[k] for k in ("pseudocounts", "admix", "matrix")}
+    hits = iterative_search(FAMILY[0], db, 1, "hhm", target_msa=out, prefilter=False,
+                            evalue=1e9, traceback=False)
+    qrep = ProteinRep(FAMILY[0], source=Profile.from_sequence(FAMILY[0], **opts))
+    t = db.sequence(db.index_of("h1"))
+    left_out = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(reduced,
+                                                                               **opts)))])[0]
+    kept = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(h1, **opts)))])[0]
+    score = {h.target_id: h.score for h in hits}["h1"]
+    assert score == pytest.approx(left_out) and not np.isclose(score, kept)

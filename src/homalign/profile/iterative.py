@@ -207,11 +207,11 @@ def iterative_search(
     else:
         cand = np.arange(len(db), dtype=np.int64)
     if target_msa is not None:
-        profile_hits, qrep = _msa_db_round(query, db, msa if iterations > 1 else None, cand,
-                                           target_msa)
+        profile_hits, (qrep, reps) = _msa_db_round(query, db, msa if iterations > 1 else None,
+                                                   cand, target_msa)
         if method in (*PSSM_METHODS, PROFILE_DB_METHOD):
             return _finish(query, db, profile_hits, evalue, max_hits, traceback,
-                           PROFILE_DB_METHOD, _msa_db_reps(str(target_msa), db),
+                           PROFILE_DB_METHOD, reps,
                            {"target_msa": str(target_msa), "query_rep": qrep})
     own = search(query, db, method=method, evalue=math.inf, max_hits=None, candidates=cand,
                  traceback=False, target_reps=target_reps, **method_options)
@@ -231,14 +231,15 @@ def iterative_search(
 
 
 def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
-                  target_msa: str | os.PathLike) -> tuple[list, Any]:
-    """(hits, query representation) of the query's MSA (None: its sequence alone) against the
-    candidates' own MSAs."""
+                  target_msa: str | os.PathLike) -> tuple[list, tuple[Any, Any]]:
+    """(hits, (query representation, target representations)) of the query's MSA (None: its
+    sequence alone) against the candidates' own MSAs, the query left out of every target's MSA
+    (:class:`homalign.profile.msadb.LeaveQueryOut`)."""
     import math
 
     from homalign.methods import get_method
     from homalign.methods.profile import ProteinRep
-    from homalign.profile.msadb import null_params, open_msa_db
+    from homalign.profile.msadb import LeaveQueryOut, null_params, open_msa_db
     from homalign.search import search
 
     open_msa_db(target_msa)
@@ -249,12 +250,12 @@ def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
 
         msa = MSA([query.id], [query.residues])
     qrep = ProteinRep(query, source=Profile.from_msa(msa, **opts))
+    reps = LeaveQueryOut(_msa_db_reps(str(target_msa), db), target_msa, query.id, opts)
     hits = search(query, db, method=PROFILE_DB_METHOD, evalue=math.inf, max_hits=None,
-                  candidates=cand, traceback=False, query_rep=qrep,
-                  target_reps=_msa_db_reps(str(target_msa), db),
+                  candidates=cand, traceback=False, query_rep=qrep, target_reps=reps,
                   params=null_params(target_msa, db, PROFILE_DB_METHOD),
                   target_msa=str(target_msa))
-    return hits, qrep
+    return hits, (qrep, reps)
 
 
 _MSA_DB_REPS: dict[tuple[str, int], Any] = {}

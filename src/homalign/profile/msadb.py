@@ -229,3 +229,69 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
     with atomic_write(path) as fh:
         json.dump({"n_pairs": n_pairs, "seed": seed, "params": params.to_json()}, fh, indent=1)
     return params
+
+
+def member_index(outdir: str | os.PathLike) -> dict[str, list[str]]:
+    """member id -> ids of the database sequences whose MSA holds it (the query row excluded);
+    read once per process from the A3M headers."""
+    return _member_index(str(Path(outdir).resolve()))
+
+
+_MEMBERS: dict[str, dict[str, list[str]]] = {}
+
+
+def _member_index(outdir: str) -> dict[str, list[str]]:
+    if outdir not in _MEMBERS:
+        index: dict[str, list[str]] = {}
+        for path in sorted(Path(outdir).glob("*.a3m")):
+            owner = path.name[: -len(".a3m")]
+            with open(path, encoding="utf-8") as fh:
+                heads = [line[1:].split(None, 1)[0] for line in fh
+                         if line.startswith(">") and len(line) > 2]
+            for member in heads[1:]:
+                if member != owner:
+                    index.setdefault(member, []).append(owner)
+        _MEMBERS.clear()
+        _MEMBERS[outdir] = index
+    return _MEMBERS[outdir]
+
+
+def without_member(msa: Any, member: str) -> Any:
+    """``msa`` without the rows of ``member`` (the first row is always kept)."""
+    from homalign.io import MSA
+
+    keep = [k for k, rid in enumerate(msa.ids) if k == 0 or rid != member]
+    if len(keep) == len(msa.ids):
+        return msa
+    ins = None if msa.insertions is None else [msa.insertions[k] for k in keep]
+    return MSA([msa.ids[k] for k in keep], [msa.rows[k] for k in keep], insertions=ins)
+
+
+class LeaveQueryOut:
+    """A search's target representations for one query: a shared ``TargetReps`` of an MSA
+    database, except that targets whose MSA holds the query get a profile built without it, so a
+    database member is scored as a new query would be (its own sequence never in a target's
+    profile)."""
+
+    def __init__(self, reps: Any, outdir: str | os.PathLike, query_id: str,
+                 profile_options: dict[str, Any]) -> None:
+        self.base, self.method, self.db, self.options = reps, reps.method, reps.db, reps.options
+        self.outdir = Path(outdir)
+        self.query_id = query_id
+        self.profile_options = profile_options
+        ids = self.db._id_to_index or {}
+        self.affected = {ids[t] for t in member_index(outdir).get(query_id, []) if t in ids}
+        self._own: dict[int, Any] = {}
+
+    def get(self, i: int) -> Any:
+        if i not in self.affected:
+            return self.base.get(i)
+        if i not in self._own:
+            from homalign.io import read_a3m
+            from homalign.methods.profile import ProteinRep
+            from homalign.profile.profile import Profile
+
+            seq = self.db.sequence(i)
+            msa = without_member(read_a3m(self.outdir / msa_filename(seq.id)), self.query_id)
+            self._own[i] = ProteinRep(seq, source=Profile.from_msa(msa, **self.profile_options))
+        return self._own[i]
