@@ -111,14 +111,18 @@ def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch
                             evalue=1e9)
     assert {h.target_id for h in hits[:3]} == {"q", "h1", "h2"}
     assert all(h.alignment is not None and h.alignment.evalue == h.evalue for h in hits)
-    params = null_params(out, db)
-    assert (out / "null-hhm.json").exists() and params.gamma is not None
-    assert null_params(out, db) == params  # read back, not refitted
+    from homalign.profile.iterative import PROFILE_DB_OPTIONS
+
+    params = null_params(out, db, options=PROFILE_DB_OPTIONS)  # fitted by the search above
+    assert json.loads((out / "null-hhm.json").read_text())["options"] == PROFILE_DB_OPTIONS
+    assert params.gamma is not None
+    assert null_params(out, db) != params  # other options: refitted
 
     two = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
                            traceback=False)
     none = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
-                            traceback=False, target_msa=out, profile_weight=0.0)
+                            traceback=False, target_msa=out, fusion_weight=0.5,
+                            profile_weight=0.0)
     assert [(h.target_id, h.evalue) for h in none] == [(h.target_id, h.evalue) for h in two]
     three = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
                              traceback=False, target_msa=out, profile_weight=0.25)
@@ -168,8 +172,11 @@ def test_the_query_is_left_out_of_the_target_msas(dbfile, tmp_path, monkeypatch)
                             evalue=1e9, traceback=False)
     qrep = ProteinRep(FAMILY[0], source=Profile.from_sequence(FAMILY[0], **opts))
     t = db.sequence(db.index_of("h1"))
-    left_out = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(reduced,
-                                                                               **opts)))])[0]
-    kept = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(h1, **opts)))])[0]
+    from homalign.profile.iterative import PROFILE_DB_OPTIONS as shift
+
+    left_out = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(reduced, **opts)),
+                                     **shift)])[0]
+    kept = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(h1, **opts)),
+                                 **shift)])[0]
     score = {h.target_id: h.score for h in hits}["h1"]
     assert score == pytest.approx(left_out) and not np.isclose(score, kept)

@@ -43,8 +43,13 @@ DEFAULT_INCLUSION_EVALUE = 1e-3
 DEFAULT_MAX_HITS = 500
 DEFAULT_MAX_CANDIDATES = 300  # targets per round that pass the k-mer prefilter to the full DP
 DEFAULT_FUSION_WEIGHT = 0.5  # weight of the method's ln E against the PSSM round's (held-out tuned)
-DEFAULT_PROFILE_WEIGHT = 0.25  # weight of the MSA-database round's ln E (held-out tuned)
+# (method, PSSM round, MSA-database round) weights of ln E with target_msa (held-out tuned)
+MSADB_FUSION_WEIGHTS = (0.25, 0.25, 0.5)
 PROFILE_DB_METHOD = "hhm"  # scores the query MSA against the database MSAs (HHsearch class)
+# HHsearch's own column-score shift: with real MSAs on both sides its null is Karlin-Altschul-like
+# (lambda 0.62 per bit, length exponent 0.98 on cross-fold pairs) and it ranked best on held-out
+# train-fold queries (docs/learned.md); the method's "auto" shift is for single sequences.
+PROFILE_DB_OPTIONS = {"hh_shift": -0.03}
 PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
 
 
@@ -147,7 +152,7 @@ def iterative_search(
     traceback: bool = True,
     inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
-    fusion_weight: float = DEFAULT_FUSION_WEIGHT,
+    fusion_weight: float | None = None,
     matrix: str = "BLOSUM62",
     gap_open: float = 11.0,
     gap_extend: float = 1.0,
@@ -166,10 +171,12 @@ def iterative_search(
 
     ``target_msa``: an MSA database of ``db`` (:func:`homalign.profile.msadb.build_msa_db`).
     The query's MSA then also ranks the candidates against every target's *own* MSA by the
-    HHsearch-class ``hhm`` score (E-values from the database's null law,
-    :func:`homalign.profile.msadb.null_params`): with ``method="hhm"`` that round is the result
-    (HHblits class); with another method it joins the fusion with weight ``profile_weight``
-    (default :data:`DEFAULT_PROFILE_WEIGHT`; the PSSM round keeps the rest).
+    HHsearch-class ``hhm`` score (:data:`PROFILE_DB_OPTIONS`; E-values from the database's null
+    law, :func:`homalign.profile.msadb.null_params`): with ``method="hhm"`` (or ``pssm``/``sw``)
+    that round is the result (HHblits class); with another method it joins the fusion with
+    weight ``profile_weight``, the method keeps ``fusion_weight`` and the PSSM round the rest
+    (defaults :data:`MSADB_FUSION_WEIGHTS`: method 0.25, PSSM 0.25, MSA database 0.5; without
+    ``target_msa`` the method's default weight is :data:`DEFAULT_FUSION_WEIGHT`).
     """
     import math
 
@@ -181,6 +188,8 @@ def iterative_search(
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")
+    if fusion_weight is None:
+        fusion_weight = DEFAULT_FUSION_WEIGHT if target_msa is None else MSADB_FUSION_WEIGHTS[0]
     if not 0.0 <= fusion_weight <= 1.0:
         raise ValueError(f"fusion_weight must be in [0, 1], got {fusion_weight}")
     query = as_sequence(query, "query")
@@ -212,7 +221,8 @@ def iterative_search(
         if method in (*PSSM_METHODS, PROFILE_DB_METHOD):
             return _finish(query, db, profile_hits, evalue, max_hits, traceback,
                            PROFILE_DB_METHOD, reps,
-                           {"target_msa": str(target_msa), "query_rep": qrep})
+                           {"target_msa": str(target_msa), "query_rep": qrep,
+                            **PROFILE_DB_OPTIONS})
     own = search(query, db, method=method, evalue=math.inf, max_hits=None, candidates=cand,
                  traceback=False, target_reps=target_reps, **method_options)
     pssm = search(query, db, method="pssm", evalue=math.inf, max_hits=None, candidates=cand,
@@ -220,7 +230,7 @@ def iterative_search(
     if target_msa is None:
         lists, weights = [own, pssm], [fusion_weight, 1.0 - fusion_weight]
     else:
-        pw = DEFAULT_PROFILE_WEIGHT if profile_weight is None else float(profile_weight)
+        pw = MSADB_FUSION_WEIGHTS[2] if profile_weight is None else float(profile_weight)
         if not 0.0 <= pw <= 1.0 - fusion_weight + 1e-12:
             raise ValueError(f"profile_weight must be in [0, 1 - fusion_weight], got {pw}")
         lists = [own, pssm, profile_hits]
@@ -253,8 +263,9 @@ def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
     reps = LeaveQueryOut(_msa_db_reps(str(target_msa), db), target_msa, query.id, opts)
     hits = search(query, db, method=PROFILE_DB_METHOD, evalue=math.inf, max_hits=None,
                   candidates=cand, traceback=False, query_rep=qrep, target_reps=reps,
-                  params=null_params(target_msa, db, PROFILE_DB_METHOD),
-                  target_msa=str(target_msa))
+                  params=null_params(target_msa, db, PROFILE_DB_METHOD,
+                                     options=PROFILE_DB_OPTIONS),
+                  target_msa=str(target_msa), **PROFILE_DB_OPTIONS)
     return hits, (qrep, reps)
 
 

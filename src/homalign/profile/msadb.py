@@ -178,14 +178,15 @@ NULL_PAIRS = 2000
 
 
 def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
-                n_pairs: int = NULL_PAIRS, seed: int = 0):
+                n_pairs: int = NULL_PAIRS, seed: int = 0, options: dict[str, Any] | None = None):
     """The null law of ``method``'s profile-profile scores between this database's MSAs.
 
     A Gumbel law with a fitted length exponent (:func:`homalign.stats.fit_gumbel` with
     ``length_exponent=True``) on ``n_pairs`` random pairs of database sequences, each scored with
     both MSAs (random pairs of a database of diverse proteins are unrelated but for a few per
     cent, as HHsearch assumes when it calibrates on its database). Fitted once and kept as
-    ``OUTDIR/null-<method>.json`` (written atomically); returns an ``EVDParams``."""
+    ``OUTDIR/null-<method>.json`` (written atomically; refitted when ``n_pairs``, ``seed`` or the
+    method ``options`` differ); returns an ``EVDParams``."""
     import numpy as np
 
     from homalign.io.atomic import atomic_write
@@ -198,12 +199,13 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
     path = out / f"null-{method}.json"
     if path.exists():
         data = json.loads(path.read_text())
-        if data.get("n_pairs") == n_pairs and data.get("seed") == seed:
+        if (data.get("n_pairs"), data.get("seed"), data.get("options")) == (
+                n_pairs, seed, dict(options or {})):
             return EVDParams(**data["params"])
     m = get_method(method)
     if m.prepare is None or m.score is None:
         raise ValueError(f"method {method!r} has no profile score to fit a null law for")
-    opts = {**m.defaults, "msa": str(out)}
+    opts = {**m.defaults, **(options or {}), "msa": str(out)}
     rng = np.random.default_rng(seed)
     a = rng.integers(0, len(db), 2 * n_pairs)
     b = rng.integers(0, len(db), 2 * n_pairs)
@@ -227,7 +229,8 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
                         source=f"ML Gumbel fit with length exponent, {len(a)} random pairs of "
                                f"database MSAs ({method})")
     with atomic_write(path) as fh:
-        json.dump({"n_pairs": n_pairs, "seed": seed, "params": params.to_json()}, fh, indent=1)
+        json.dump({"n_pairs": n_pairs, "seed": seed, "options": dict(options or {}),
+                   "params": params.to_json()}, fh, indent=1)
     return params
 
 
