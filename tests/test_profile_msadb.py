@@ -180,3 +180,19 @@ def test_the_query_is_left_out_of_the_target_msas(dbfile, tmp_path, monkeypatch)
                                  **shift)])[0]
     score = {h.target_id: h.score for h in hits}["h1"]
     assert score == pytest.approx(left_out) and not np.isclose(score, kept)
+
+
+def test_api_search_with_an_msa_database_checks_it_belongs_to_the_database(dbfile, tmp_path,
+                                                                            monkeypatch):
+    import homalign
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    hits = homalign.search(FAMILY[0], str(dbfile), method="hhm", target_msa=str(out),
+                           prefilter=False, evalue=1e9)
+    assert {h.target_id for h in hits[:3]} == {"q", "h1", "h2"}
+    other = tmp_path / "other.fa"
+    other.write_text("".join(f">{s.id}\n{s.residues}\n" for s in FAMILY))
+    with pytest.raises(InputError, match="another sequence database"):
+        homalign.search(FAMILY[0], str(other), method="hhm", target_msa=str(out),
+                        prefilter=False)

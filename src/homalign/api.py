@@ -48,12 +48,15 @@ def search(
     ``iterations`` > 1 runs :func:`homalign.profile.iterative.iterative_search` (PSI-BLAST class
     for ``sw``/``pssm``; any other method fused with the PSSM round); ``options`` go to
     :func:`homalign.search.search` or to it (``evalue``, ``max_hits``, ``prefilter``, method
-    options). ``homalign.search`` is this function and also the package of the search engine.
+    options). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
+    the query's MSA against each target's own MSA (HHblits class with ``method="hhm"``; fused
+    into ``learned``'s ranking otherwise). ``homalign.search`` is this function and also the
+    package of the search engine.
     """
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
     q = as_sequence(query, "query")
-    if iterations > 1:
+    if iterations > 1 or options.get("target_msa") is not None:
         from homalign.profile.iterative import iterative_search
 
         return iterative_search(q, db, iterations, method, **options)

@@ -275,10 +275,12 @@ _MSA_DB_REPS: dict[tuple[str, int], Any] = {}
 def _msa_db_reps(target_msa: str, db: Any) -> Any:
     """Prepared target profiles of an MSA database, shared by the queries of one process."""
     from homalign.methods import get_method
+    from homalign.profile.msadb import open_msa_db
     from homalign.search import TargetReps
 
     key = (target_msa, id(db))
     if key not in _MSA_DB_REPS:
+        open_msa_db(target_msa, db)  # built for this database and complete, checked once
         m = get_method(PROFILE_DB_METHOD)
         _MSA_DB_REPS.clear()
         _MSA_DB_REPS[key] = TargetReps(m, db, {**m.defaults, "target_msa": target_msa})
