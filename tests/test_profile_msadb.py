@@ -196,3 +196,18 @@ def test_api_search_with_an_msa_database_checks_it_belongs_to_the_database(dbfil
     with pytest.raises(InputError, match="another sequence database"):
         homalign.search(FAMILY[0], str(other), method="hhm", target_msa=str(out),
                         prefilter=False)
+
+
+def test_graph_candidates_reach_two_steps_through_the_msa_database(tmp_path):
+    from homalign.profile.msadb import graph_candidates, member_index, msa_members
+
+    res = "MKVLAAGIVG"
+    msas = {"q": ["q", "a"], "a": ["a", "b"], "c": ["c", "a"], "b": ["b"], "d": ["d", "e"],
+            "e": ["e"]}
+    for owner, rows in msas.items():
+        (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\n{res}\n" for r in rows))
+    db = SequenceDB.from_sequences([Sequence(k, res) for k in msas])
+    assert member_index(tmp_path)["a"] == ["c", "q"] and msa_members(tmp_path)["a"] == ["b"]
+    got = graph_candidates("q", ["q", "a"], tmp_path, db)
+    assert sorted(db.ids[i] for i in got) == ["a", "b", "c"]  # not q itself, not d or e
+    assert len(graph_candidates("q", ["q"], tmp_path, db)) == 0

@@ -172,7 +172,9 @@ def iterative_search(
     ``target_msa``: an MSA database of ``db`` (:func:`homalign.profile.msadb.build_msa_db`).
     The query's MSA then also ranks the candidates against every target's *own* MSA by the
     HHsearch-class ``hhm`` score (:data:`PROFILE_DB_OPTIONS`; E-values from the database's null
-    law, :func:`homalign.profile.msadb.null_params`): with ``method="hhm"`` (or ``pssm``/``sw``)
+    law, :func:`homalign.profile.msadb.null_params`), the candidates being the prefilter's plus
+    those the query's MSA reaches through the database's MSAs
+    (:func:`homalign.profile.msadb.graph_candidates`): with ``method="hhm"`` (or ``pssm``/``sw``)
     that round is the result (HHblits class); with another method it joins the fusion with
     weight ``profile_weight``, the method keeps ``fusion_weight`` and the PSSM round the rest
     (defaults :data:`MSADB_FUSION_WEIGHTS`: method 0.25, PSSM 0.25, MSA database 0.5; without
@@ -216,6 +218,10 @@ def iterative_search(
     else:
         cand = np.arange(len(db), dtype=np.int64)
     if target_msa is not None:
+        from homalign.profile.msadb import graph_candidates
+
+        members = list(msa.ids) if iterations > 1 else [query.id]
+        cand = np.union1d(cand, graph_candidates(query.id, members, target_msa, db))
         profile_hits, (qrep, reps) = _msa_db_round(query, db, msa if iterations > 1 else None,
                                                    cand, target_msa)
         if method in (*PSSM_METHODS, PROFILE_DB_METHOD):

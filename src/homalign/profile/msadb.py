@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from homalign.errors import InputError
 
 MANIFEST = "msadb.json"
@@ -187,7 +189,6 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
     cent, as HHsearch assumes when it calibrates on its database). Fitted once and kept as
     ``OUTDIR/null-<method>.json`` (written atomically; refitted when ``n_pairs``, ``seed`` or the
     method ``options`` differ); returns an ``EVDParams``."""
-    import numpy as np
 
     from homalign.io.atomic import atomic_write
     from homalign.methods import get_method
@@ -237,26 +238,48 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
 def member_index(outdir: str | os.PathLike) -> dict[str, list[str]]:
     """member id -> ids of the database sequences whose MSA holds it (the query row excluded);
     read once per process from the A3M headers."""
-    return _member_index(str(Path(outdir).resolve()))
+    return _graph(str(Path(outdir).resolve()))[0]
 
 
-_MEMBERS: dict[str, dict[str, list[str]]] = {}
+def msa_members(outdir: str | os.PathLike) -> dict[str, list[str]]:
+    """database id -> the other ids in its MSA (the inverse of :func:`member_index`)."""
+    return _graph(str(Path(outdir).resolve()))[1]
 
 
-def _member_index(outdir: str) -> dict[str, list[str]]:
-    if outdir not in _MEMBERS:
-        index: dict[str, list[str]] = {}
+_GRAPH: dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]] = {}
+
+
+def _graph(outdir: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    if outdir not in _GRAPH:
+        owners: dict[str, list[str]] = {}
+        members: dict[str, list[str]] = {}
         for path in sorted(Path(outdir).glob("*.a3m")):
             owner = path.name[: -len(".a3m")]
             with open(path, encoding="utf-8") as fh:
                 heads = [line[1:].split(None, 1)[0] for line in fh
                          if line.startswith(">") and len(line) > 2]
-            for member in heads[1:]:
-                if member != owner:
-                    index.setdefault(member, []).append(owner)
-        _MEMBERS.clear()
-        _MEMBERS[outdir] = index
-    return _MEMBERS[outdir]
+            members[owner] = [m for m in heads[1:] if m != owner]
+            for member in members[owner]:
+                owners.setdefault(member, []).append(owner)
+        _GRAPH.clear()
+        _GRAPH[outdir] = (owners, members)
+    return _GRAPH[outdir]
+
+
+def graph_candidates(query_id: str, query_members: list[str], outdir: str | os.PathLike,
+                     db: Any) -> np.ndarray:
+    """Database indices two steps from the query through the MSA database, as HHblits reaches
+    targets through its profile: the members ``x`` of the query's MSA, the sequences whose MSA
+    holds the query or an ``x``, and the members of each ``x``'s own MSA (the query excluded).
+    The k-mer prefilter sees only the query's sequence; these are targets its family finds."""
+    owners, members = member_index(outdir), msa_members(outdir)
+    first = set(query_members) - {query_id}
+    reached = set(owners.get(query_id, ())) | first
+    for x in first:
+        reached |= set(owners.get(x, ())) | set(members.get(x, ()))
+    reached.discard(query_id)
+    ids = db._id_to_index or {}
+    return np.array(sorted(ids[t] for t in reached if t in ids), dtype=np.int64)
 
 
 def without_member(msa: Any, member: str) -> Any:
