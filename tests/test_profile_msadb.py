@@ -202,12 +202,13 @@ def test_graph_candidates_reach_two_steps_through_the_msa_database(tmp_path):
     from homalign.profile.msadb import graph_candidates, member_index, msa_members
 
     res = "MKVLAAGIVG"
-    msas = {"q": ["q", "a"], "a": ["a", "b"], "c": ["c", "a"], "b": ["b"], "d": ["d", "e"],
-            "e": ["e"]}
+    msas = {"q": ["q", "a"], "a": ["a", "b"], "c": ["c", "a"], "b": ["b", "f"], "d": ["d", "e"],
+            "e": ["e"], "f": ["f", "g"], "g": ["g"]}
     for owner, rows in msas.items():
         (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\n{res}\n" for r in rows))
     db = SequenceDB.from_sequences([Sequence(k, res) for k in msas])
     assert member_index(tmp_path)["a"] == ["c", "q"] and msa_members(tmp_path)["a"] == ["b"]
     got = graph_candidates("q", ["q", "a"], tmp_path, db)
-    assert sorted(db.ids[i] for i in got) == ["a", "b", "c"]  # not q itself, not d or e
+    # a (step 1), b and c (step 2), f (step 3); not q itself, not g (4 steps), d or e
+    assert sorted(db.ids[i] for i in got) == ["a", "b", "c", "f"]
     assert len(graph_candidates("q", ["q"], tmp_path, db)) == 0

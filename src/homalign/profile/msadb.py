@@ -268,15 +268,24 @@ def _graph(outdir: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
 
 def graph_candidates(query_id: str, query_members: list[str], outdir: str | os.PathLike,
                      db: Any) -> np.ndarray:
-    """Database indices two steps from the query through the MSA database, as HHblits reaches
-    targets through its profile: the members ``x`` of the query's MSA, the sequences whose MSA
-    holds the query or an ``x``, and the members of each ``x``'s own MSA (the query excluded).
-    The k-mer prefilter sees only the query's sequence; these are targets its family finds."""
+    """Database indices the query reaches through the MSA database, as HHblits reaches targets
+    through its profile rather than its sequence. The graph links each database sequence to the
+    members of its MSA; ``N(x)`` is ``x``'s neighbours (the members of ``x``'s MSA and the
+    sequences whose MSA holds ``x``). Step 1: the members of the query's MSA and the sequences
+    whose MSA holds the query; step 2: adds ``N(x)`` of each member ``x`` of the query's MSA;
+    step 3: adds ``N(y)`` of everything reached so far. The query itself is left out. The k-mer
+    prefilter sees only the query's sequence; these are targets its family finds."""
     owners, members = member_index(outdir), msa_members(outdir)
+
+    def neighbours(x: str) -> set[str]:
+        return set(owners.get(x, ())) | set(members.get(x, ()))
+
     first = set(query_members) - {query_id}
     reached = set(owners.get(query_id, ())) | first
     for x in first:
-        reached |= set(owners.get(x, ())) | set(members.get(x, ()))
+        reached |= neighbours(x)
+    for y in list(reached):
+        reached |= neighbours(y)
     reached.discard(query_id)
     ids = db._id_to_index or {}
     return np.array(sorted(ids[t] for t in reached if t in ids), dtype=np.int64)
