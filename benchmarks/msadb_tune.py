@@ -4,6 +4,8 @@
         --variants hhm:hh_shift=-0.03,hhm,compass
     python benchmarks/msadb_tune.py null --msadb MSADB --out F.json --variants ...
     python benchmarks/msadb_tune.py report --out F.json --learned N200.json --pssm LM200.json
+    python benchmarks/msadb_tune.py hits --out F.json --variants hhm:hh_shift=-0.03 \
+        --hits-out HELDOUT.tsv     # then benchmarks/msadb_extend.py --round hhm --hits HELDOUT.tsv
 
 ``MSADB`` is an MSA database of the trainval ASTRAL set (``homalign makemsa DB.fa MSADB
 --iterations 2 --jobs 2``). ``scores``: each held-out train-fold query's MSA (its own file in
@@ -204,9 +206,29 @@ def report(args: argparse.Namespace) -> None:
             sens(f"fusion learned / pssm@3 / {v} {w}", fuse([learned, pssm, e], w))
 
 
+def write_hits(args: argparse.Namespace) -> None:
+    """One variant's rows as a hit list (query, target, score, E) with E-values under the MSA
+    database's own null (``null_params``, the search's), for ``benchmarks/msadb_extend.py``."""
+    from homalign.profile.iterative import PROFILE_DB_OPTIONS
+    from homalign.profile.msadb import null_params
+
+    cache = json.loads(args.out.read_text())
+    ts = train_fold_tuning_set(200, heldout=True)
+    db = SequenceDB.from_fasta(ts.fasta)
+    length = dict(zip(db.ids, db.lengths.tolist(), strict=True))
+    p = null_params(args.msadb, db, "hhm", options=PROFILE_DB_OPTIONS)
+    with atomic_write(args.hits_out) as fh:
+        for q, rows in cache[args.variants].items():
+            ev = db_evalues(np.array([r[1] for r in rows]), p, length[q],
+                            np.array([r[2] for r in rows]), db.total_length, len(db))
+            for r, e in zip(rows, ev, strict=True):
+                fh.write(f"{q}\t{r[0]}\t{r[1]:.6g}\t{e:.4g}\n")
+    args.hits_out.with_suffix(".queries").write_text("\n".join(cache[args.variants]) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("scores", "null", "report"))
+    ap.add_argument("what", choices=("scores", "null", "report", "hits"))
     ap.add_argument("--msadb", type=Path, default=Path("runs/msadb"))
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--variants", default="hhm:hh_shift=-0.03")
@@ -214,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--learned", type=Path, default=Path("runs/null/n200.json"))
     ap.add_argument("--pssm", type=Path, default=Path("runs/null/lm200.json"))
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--hits-out", type=Path, help="hits: the hit list to write")
     args = ap.parse_args(argv)
-    {"scores": scores, "null": null, "report": report}[args.what](args)
+    {"scores": scores, "null": null, "report": report, "hits": write_hits}[args.what](args)
     return 0
 
 
