@@ -241,9 +241,8 @@ def iterative_search(
             raise ValueError(f"profile_weight must be in [0, 1 - fusion_weight], got {pw}")
         lists = [own, pssm, profile_hits]
         weights = [fusion_weight, max(1.0 - fusion_weight - pw, 0.0), pw]
-    fused = [h for h in fuse_hits(lists, weights) if h.evalue <= evalue][:max_hits]
-    return _finish(query, db, fused, evalue, max_hits, traceback, method, target_reps,
-                   method_options, fused_already=True)
+    return _finish(query, db, fuse_hits(lists, weights), evalue, max_hits, traceback, method,
+                   target_reps, method_options)
 
 
 def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
@@ -255,10 +254,10 @@ def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
 
     from homalign.methods import get_method
     from homalign.methods.profile import ProteinRep
-    from homalign.profile.msadb import LeaveQueryOut, null_params, open_msa_db
+    from homalign.profile.msadb import LeaveQueryOut
     from homalign.search import search
 
-    open_msa_db(target_msa)
+    shared, params = _msa_db_state(str(target_msa), db)
     m = get_method(PROFILE_DB_METHOD)
     opts = {k: m.defaults[k] for k in ("pseudocounts", "admix", "matrix") if k in m.defaults}
     if msa is None:
@@ -266,42 +265,42 @@ def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
 
         msa = MSA([query.id], [query.residues])
     qrep = ProteinRep(query, source=Profile.from_msa(msa, **opts))
-    reps = LeaveQueryOut(_msa_db_reps(str(target_msa), db), target_msa, query.id, opts)
+    reps = LeaveQueryOut(shared, target_msa, query.id, opts)
     hits = search(query, db, method=PROFILE_DB_METHOD, evalue=math.inf, max_hits=None,
                   candidates=cand, traceback=False, query_rep=qrep, target_reps=reps,
-                  params=null_params(target_msa, db, PROFILE_DB_METHOD,
-                                     options=PROFILE_DB_OPTIONS),
-                  target_msa=str(target_msa), **PROFILE_DB_OPTIONS)
+                  params=params, target_msa=str(target_msa), **PROFILE_DB_OPTIONS)
     return hits, (qrep, reps)
 
 
-_MSA_DB_REPS: dict[tuple[str, int], Any] = {}
+_MSA_DB_STATE: dict[tuple[str, int], tuple[Any, Any]] = {}
 
 
-def _msa_db_reps(target_msa: str, db: Any) -> Any:
-    """Prepared target profiles of an MSA database, shared by the queries of one process."""
+def _msa_db_state(target_msa: str, db: Any) -> tuple[Any, Any]:
+    """(prepared target profiles, null law) of an MSA database, checked against ``db`` and set
+    up once, then shared by the queries of one process."""
     from homalign.methods import get_method
-    from homalign.profile.msadb import open_msa_db
+    from homalign.profile.msadb import null_params, open_msa_db
     from homalign.search import TargetReps
 
     key = (target_msa, id(db))
-    if key not in _MSA_DB_REPS:
-        open_msa_db(target_msa, db)  # built for this database and complete, checked once
+    if key not in _MSA_DB_STATE:
+        open_msa_db(target_msa, db)  # built for this database and complete
         m = get_method(PROFILE_DB_METHOD)
-        _MSA_DB_REPS.clear()
-        _MSA_DB_REPS[key] = TargetReps(m, db, {**m.defaults, "target_msa": target_msa})
-    return _MSA_DB_REPS[key]
+        _MSA_DB_STATE.clear()
+        _MSA_DB_STATE[key] = (
+            TargetReps(m, db, {**m.defaults, "target_msa": target_msa}),
+            null_params(target_msa, db, PROFILE_DB_METHOD, options=PROFILE_DB_OPTIONS))
+    return _MSA_DB_STATE[key]
 
 
 def _finish(query: Sequence, db: Any, hits: list, evalue: float, max_hits: int | None,
-            traceback: bool, method: str, target_reps: Any, method_options: dict,
-            fused_already: bool = False) -> list:
+            traceback: bool, method: str, target_reps: Any, method_options: dict) -> list:
     """Threshold and cut a ranked hit list, then trace the kept hits back with ``method``."""
     import math
 
     from homalign.search import search
 
-    fused = hits if fused_already else [h for h in hits if h.evalue <= evalue][:max_hits]
+    fused = [h for h in hits if h.evalue <= evalue][:max_hits]
     if not traceback or not fused:
         return fused
     keep = np.array([h.target_index for h in fused], dtype=np.int64)

@@ -189,7 +189,6 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
     cent, as HHsearch assumes when it calibrates on its database). Fitted once and kept as
     ``OUTDIR/null-<method>.json`` (written atomically; refitted when ``n_pairs``, ``seed`` or the
     method ``options`` differ); returns an ``EVDParams``."""
-
     from homalign.io.atomic import atomic_write
     from homalign.methods import get_method
     from homalign.methods.base import score_values
