@@ -9,6 +9,7 @@
     # E-value calibration on decoys: mean hits per query with E <= x on random sequences
     python benchmarks/homology.py calibration --out OUT [--methods sw,nw,glocal] [--decoys cross-fold]
     # sensitivity of a fusion (homalign.search.fuse_hits) of hit lists saved by earlier runs
+    # (--neighbour-support W --target-msa MSADB: then homalign.profile.msadb.neighbour_support)
     python benchmarks/homology.py fuse --hits A/hits/learned.tsv B/hits/pssm@3.tsv \
         --weights 0.5,0.5 --name learned@3 --out OUT
     # the ceiling of a hit list: the share of each query's superfamily members (other families)
@@ -245,8 +246,17 @@ def fuse(args) -> None:
         lists.append(per_query)
     labels = labels_from_fasta(args.db)
     queries = read_query_list(args.queries, labels)
-    results = {q: [(h.target_id, h.score, h.evalue) for h in
-                   fuse_hits([lst.get(q, []) for lst in lists], weights)]
+    def fused(q: str) -> list[Hit]:
+        hits = fuse_hits([lst.get(q, []) for lst in lists], weights)
+        if args.neighbour_support:
+            from homalign.profile.msadb import neighbour_support
+
+            hits = neighbour_support(hits, q, args.target_msa, args.neighbour_support)
+        return hits
+
+    if args.neighbour_support and args.target_msa is None:
+        raise SystemExit("--neighbour-support needs --target-msa MSADB")
+    results = {q: [(h.target_id, h.score, h.evalue) for h in fused(q)]
                for q in queries if any(q in lst for lst in lists)}
     # rank by the fused E-value: sensitivities() sorts by score, so pass -ln E as the score
     ranked = {q: [(t, -math.log(max(e, 1e-300)), e) for t, _s, e in v] for q, v in
@@ -371,6 +381,10 @@ def main() -> None:
     p.add_argument("--hits", type=Path, nargs="+", help="fuse: hit lists (query target score E)")
     p.add_argument("--weights", default="0.5,0.5", help="fuse: one weight per hit list")
     p.add_argument("--name", default="fused", help="fuse: the row's method name")
+    p.add_argument("--target-msa", type=Path, default=None,
+                   help="fuse: the MSA database the lists were searched with")
+    p.add_argument("--neighbour-support", type=float, default=0.0,
+                   help="fuse: then homalign.profile.msadb.neighbour_support with this weight")
     p.add_argument("--decoys", choices=("iid", "cross-fold"), default="iid",
                    help="calibration: i.i.d. random sequences, or 40 dev queries against 400 "
                         "domains of the held-out train folds (real unrelated proteins)")

@@ -14,7 +14,9 @@ each query with the same round and appends them. Every round's E-value of a targ
 of which other targets are scored (the learned and MSA-database laws are per target; the PSSM
 round's search space is the database's), so the extended lists are what the end-to-end method
 computes; ``--verify N`` checks that on N queries (end-to-end ``iterative_search`` against the
-fusion of the three extended lists).
+fusion of the three extended lists, then :func:`homalign.profile.msadb.neighbour_support` as the
+search applies it). ``--prefilter N`` also adds the prefilter's top N candidates (a larger
+candidate set; held-out check in docs/learned.md).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ from homalign.io import read_a3m
 from homalign.methods import get_method
 from homalign.methods.profile import ProteinRep
 from homalign.profile.iterative import PROFILE_DB_OPTIONS, _msa_db_round, _open_db
-from homalign.profile.msadb import graph_candidates, msa_filename
+from homalign.profile.msadb import graph_candidates, msa_filename, neighbour_support
 from homalign.profile.profile import Profile
 from homalign.search import Hit, fuse_hits, search
 from homalign.search.engine import TargetReps
+from homalign.search.prefilter import prefilter
 from homalign.stats import karlin_altschul
 
 DB = "/work/shared/data/scope/astral-2.07-40.trainval.fa"
@@ -61,8 +64,12 @@ def extend(args: argparse.Namespace) -> None:
             have = {line.split("\t")[1] for line in lines}
             msa = read_a3m(args.msadb / msa_filename(q))  # = build_msa(q, db, 2) for a member
             qseq = db.sequence(db.index_of(q))
-            extra = np.array([t for t in graph_candidates(q, list(msa.ids), args.msadb, db)
-                              if db.ids[int(t)] not in have], dtype=np.int64)
+            cand = graph_candidates(q, list(msa.ids), args.msadb, db)
+            if args.prefilter:
+                cand = np.union1d(cand, prefilter(db.codes_of(db.index_of(q)), db,
+                                                  max_seqs=args.prefilter))
+            extra = np.array([t for t in cand if db.ids[int(t)] not in have and
+                              db.ids[int(t)] != q], dtype=np.int64)
             if len(extra) == 0:
                 continue
             n_extra += len(extra)
@@ -96,7 +103,8 @@ def verify(args: argparse.Namespace) -> None:
     for q in queries:
         parsed = [[Hit(q, t, db.index_of(t), float(s), 0.0, float(e)) for q_, t, s, e in
                    (line.rstrip("\n").split("\t") for line in lst.get(q, []))] for lst in lists]
-        off = {h.target_id: h.evalue for h in fuse_hits(parsed, [0.25, 0.25, 0.5])}
+        off = {h.target_id: h.evalue for h in neighbour_support(
+            fuse_hits(parsed, [0.25, 0.25, 0.5]), q, args.msadb)}
         on = {h.target_id: h.evalue for h in iterative_search(
             db.sequence(db.index_of(q)), db, 3, "learned", target_msa=args.msadb, evalue=1e9,
             max_hits=None, traceback=False)}
@@ -114,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--db", type=Path, default=Path(DB))
     ap.add_argument("--msadb", type=Path, default=Path("runs/msadb"))
+    ap.add_argument("--prefilter", type=int, default=0,
+                    help="also add the prefilter's top N candidates (a larger candidate set)")
     ap.add_argument("--verify", type=int, default=0,
                     help="check N queries end to end against --lists LEARNED PSSM HHM")
     ap.add_argument("--lists", type=Path, nargs=3)

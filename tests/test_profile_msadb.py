@@ -122,8 +122,21 @@ def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch
                            traceback=False)
     none = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
                             traceback=False, target_msa=out, fusion_weight=0.5,
-                            profile_weight=0.0)
+                            profile_weight=0.0, neighbour_support=0.0)
     assert [(h.target_id, h.evalue) for h in none] == [(h.target_id, h.evalue) for h in two]
+    from homalign.profile.msadb import neighbour_support
+
+    plain = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
+                             traceback=False, target_msa=out, neighbour_support=0.0)
+    default = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
+                               traceback=False, target_msa=out)
+    expect = neighbour_support(plain, "q", out)
+    assert [(h.target_id, h.evalue) for h in default] == [(h.target_id, h.evalue) for h in expect]
+    e_plain = {h.target_id: h.evalue for h in plain}
+    assert any(h.evalue < e_plain[h.target_id] for h in default)
+    with pytest.raises(ValueError, match="neighbour_support"):
+        iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, target_msa=out,
+                         neighbour_support=-1.0)
     three = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
                              traceback=False, target_msa=out, profile_weight=0.25)
     e2 = {h.target_id: h.evalue for h in two}
@@ -148,6 +161,17 @@ def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeyp
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()
             if line and not line.startswith("#")]
     assert {r[1] for r in rows[:3]} == {"q", "h1", "h2"}
+    assert main(["search", str(query), str(dbfile), "--method", "hhm", "--target-msa", str(out),
+                 "--exhaustive", "--evalue", "1000", "--no-progress",
+                 "--neighbour-support", "2"]) == 0
+    on = [line.split("\t") for line in capsys.readouterr().out.splitlines()
+          if line and not line.startswith("#")]
+    e_on, e_off = ({r[1]: float(r[10]) for r in rs} for rs in (on, rows))  # hhm: off by default
+    assert e_on.keys() == e_off.keys() and all(e_on[t] <= e_off[t] for t in e_on)
+    assert any(e_on[t] < e_off[t] for t in e_on)  # the default lifts supported targets
+    assert main(["search", str(query), str(dbfile), "--neighbour-support", "1",
+                 "--no-progress"]) == 2
+    assert "--neighbour-support needs --target-msa" in capsys.readouterr().err
     assert main(["search", str(query), str(dbfile), "--method", "hhm", "--target-msa",
                  str(tmp_path / "nothing"), "--no-progress"]) == 2
     assert "not an MSA database" in capsys.readouterr().err
@@ -212,3 +236,34 @@ def test_graph_candidates_reach_two_steps_through_the_msa_database(tmp_path):
     # a (step 1), b and c (step 2), f (step 3); not q itself, not g (4 steps), d or e
     assert sorted(db.ids[i] for i in got) == ["a", "b", "c", "f"]
     assert len(graph_candidates("q", ["q"], tmp_path, db)) == 0
+
+
+def _hit(t: str, e: float, index: int = 0):
+    from homalign.search import Hit
+
+    return Hit("q", t, index, 1.0, 1.0, e)
+
+
+def test_neighbour_support_lifts_targets_whose_msa_neighbours_were_found(tmp_path):
+    from homalign.profile.msadb import neighbour_support
+
+    res = "MKVLAAGIVG"
+    # a's MSA holds b; c's MSA holds a and the query; d stands alone
+    msas = {"a": ["a", "b"], "b": ["b"], "c": ["c", "a", "q"], "d": ["d"], "q": ["q", "c"]}
+    for owner, rows in msas.items():
+        (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\n{res}\n" for r in rows))
+    hits = [_hit("a", 1e-6, 0), _hit("d", 0.5, 1), _hit("b", 4.0, 2), _hit("c", 20.0, 3)]
+    got = {h.target_id: h.evalue for h in neighbour_support(hits, "q", tmp_path, 2.0)}
+    assert got["b"] == pytest.approx(4.0 * 1e-12)  # a's MSA holds b: b takes a's evidence
+    assert got["c"] == pytest.approx(20.0 * 1e-12)  # c's MSA holds a (the query does not count)
+    assert got["a"] == pytest.approx(1e-6 * 4.0 ** 0)  # b's E > 1 brings nothing
+    assert got["d"] == 0.5  # no neighbours
+    ranked = [h.target_id for h in neighbour_support(hits, "q", tmp_path, 2.0)]
+    assert ranked == ["b", "c", "a", "d"]
+    assert got == {h.target_id: h.evalue for h in neighbour_support(hits, "q", tmp_path, 2.0)}
+    assert [h.evalue for h in neighbour_support(hits, "q", tmp_path, 0.0)] == [
+        h.evalue for h in hits]
+    one = {h.target_id: h.evalue for h in neighbour_support(hits, "q", tmp_path, 1.0)}
+    assert one["b"] == pytest.approx(4.0 * 1e-6)
+    with pytest.raises(ValueError, match=">= 0"):
+        neighbour_support(hits, "q", tmp_path, -1.0)

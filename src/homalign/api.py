@@ -50,7 +50,8 @@ def search(
     :func:`homalign.search.search` or to it (``evalue``, ``max_hits``, ``prefilter``, method
     options). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
     the query's MSA against each target's own MSA (HHblits class with ``method="hhm"``; fused
-    into ``learned``'s ranking otherwise). ``homalign.search`` is this function and also the
+    into ``learned``'s ranking otherwise); ``neighbour_support=W`` lifts the targets whose MSA
+    neighbours it found (default on for a fused ranking, off for ``hhm``). ``homalign.search`` is this function and also the
     package of the search engine.
     """
     if iterations < 1:

@@ -56,6 +56,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="an MSA database of DB (homalign makemsa): the query's MSA also scores "
                         "every candidate's own MSA (HHsearch-class hhm score); with --method hhm "
                         "that is the result (HHblits class), with learned it joins the fusion")
+    p.add_argument("--neighbour-support", type=float, default=None, metavar="W",
+                   help="with --target-msa: each hit's E-value times min(1, E_nb)^W, E_nb the "
+                        "best E-value among its MSA-database neighbours in the list (a ranking "
+                        "value, not a calibrated E-value; default 2 when fused with another "
+                        "method, 0 = off for --method hhm/pssm)")
     p.add_argument("--matrix", default=None, help="substitution matrix (sequence methods)")
     p.add_argument("--gap-open", type=float, default=None, help="gap open cost (BLAST convention)")
     p.add_argument("--gap-extend", type=float, default=None, help="gap extend cost")
@@ -95,7 +100,7 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
         hits = iterative_search(q, db, args.iterations, args.method, evalue=args.evalue,
                                 max_hits=args.max_hits, prefilter=not args.exhaustive,
                                 prefilter_options=pf_opts, target_msa=args.target_msa,
-                                **pssm, **own)
+                                neighbour_support=args.neighbour_support, **pssm, **own)
         results.append((q, hits))
     return results
 
@@ -110,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(args.db)
     opts = _method_options(args)
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
+    if args.neighbour_support is not None and args.target_msa is None:
+        raise ValueError("--neighbour-support needs --target-msa")
     if args.iterations > 1 or args.target_msa is not None:
         if args.ray is not None:
             raise ValueError("--iterations and --target-msa with --ray are not supported")

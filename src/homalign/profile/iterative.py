@@ -159,6 +159,7 @@ def iterative_search(
     target_reps: Any = None,
     target_msa: str | os.PathLike | None = None,
     profile_weight: float | None = None,
+    neighbour_support: float | None = None,
     **method_options: Any,
 ) -> list:
     """Hits of an ``iterations``-round profile search of ``db`` (see the module docstring).
@@ -178,7 +179,13 @@ def iterative_search(
     that round is the result (HHblits class); with another method it joins the fusion with
     weight ``profile_weight``, the method keeps ``fusion_weight`` and the PSSM round the rest
     (defaults :data:`MSADB_FUSION_WEIGHTS`: method 0.25, PSSM 0.25, MSA database 0.5; without
-    ``target_msa`` the method's default weight is :data:`DEFAULT_FUSION_WEIGHT`).
+    ``target_msa`` the method's default weight is :data:`DEFAULT_FUSION_WEIGHT`). Last, the
+    ranking takes in the MSA graph's evidence (:func:`homalign.profile.msadb.neighbour_support`,
+    exponent ``neighbour_support``): a target whose MSA neighbour the query found moves up. Its
+    default is :data:`homalign.profile.msadb.NEIGHBOUR_SUPPORT` for a fused ranking (already a
+    ranking value) and 0 (off) for the HHblits-class ``hhm`` result, whose E-values stay
+    calibrated unless asked (docs/learned.md: the supported values admit more false positives
+    at a given E).
     """
     import math
 
@@ -218,14 +225,21 @@ def iterative_search(
     else:
         cand = np.arange(len(db), dtype=np.int64)
     if target_msa is not None:
-        from homalign.profile.msadb import graph_candidates
+        from homalign.profile.msadb import NEIGHBOUR_SUPPORT, graph_candidates
+        from homalign.profile.msadb import neighbour_support as support
 
+        hhblits = method in (*PSSM_METHODS, PROFILE_DB_METHOD)  # keeps calibrated E-values
+        nb_weight = ((0.0 if hhblits else NEIGHBOUR_SUPPORT) if neighbour_support is None
+                     else float(neighbour_support))
+        if not nb_weight >= 0.0:
+            raise ValueError(f"neighbour_support must be >= 0, got {neighbour_support}")
         members = list(msa.ids) if iterations > 1 else [query.id]
         cand = np.union1d(cand, graph_candidates(query.id, members, target_msa, db))
         profile_hits, (qrep, reps) = _msa_db_round(query, db, msa if iterations > 1 else None,
                                                    cand, target_msa)
-        if method in (*PSSM_METHODS, PROFILE_DB_METHOD):
-            return _finish(query, db, profile_hits, evalue, max_hits, traceback,
+        if hhblits:
+            return _finish(query, db, support(profile_hits, query.id, target_msa, nb_weight),
+                           evalue, max_hits, traceback,
                            PROFILE_DB_METHOD, reps,
                            {"target_msa": str(target_msa), "query_rep": qrep,
                             **PROFILE_DB_OPTIONS})
@@ -241,8 +255,11 @@ def iterative_search(
             raise ValueError(f"profile_weight must be in [0, 1 - fusion_weight], got {pw}")
         lists = [own, pssm, profile_hits]
         weights = [fusion_weight, max(1.0 - fusion_weight - pw, 0.0), pw]
-    return _finish(query, db, fuse_hits(lists, weights), evalue, max_hits, traceback, method,
-                   target_reps, method_options)
+    fused = fuse_hits(lists, weights)
+    if target_msa is not None:
+        fused = support(fused, query.id, target_msa, nb_weight)
+    return _finish(query, db, fused, evalue, max_hits, traceback, method, target_reps,
+                   method_options)
 
 
 def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,

@@ -290,6 +290,47 @@ def graph_candidates(query_id: str, query_members: list[str], outdir: str | os.P
     return np.array(sorted(ids[t] for t in reached if t in ids), dtype=np.int64)
 
 
+NEIGHBOUR_SUPPORT = 2.0  # exponent of the neighbours' E-value (held-out tuned, docs/learned.md)
+
+
+def neighbour_support(hits: list, query_id: str, outdir: str | os.PathLike,
+                      weight: float = NEIGHBOUR_SUPPORT) -> list:
+    """``hits`` re-ranked with the evidence of their neighbours in the MSA graph.
+
+    A database sequence's neighbours (the members of its MSA and the sequences whose MSA holds
+    it) are its homologues at the MSA build's inclusion threshold, so a target whose neighbour
+    the query found is more likely the query's homologue than its own score says (the idea of
+    Rankprop, Weston et al. 2004, PNAS 101:6559, and of intermediate-sequence search, Park et
+    al. 1997). Each hit's E-value becomes ``E * min(1, E_nb) ** weight``, ``E_nb`` the smallest
+    E-value among its neighbours in ``hits`` (the query and the hit itself excluded); the
+    values are read from ``hits`` as given (one pass, no propagation). ``weight=0`` returns
+    ``hits`` unchanged. The result is a ranking value, not a calibrated E-value (a decoy query
+    with one chance hit lifts that hit's family); returned sorted, alignments' ``evalue`` set.
+    """
+    from homalign.search.hits import EVALUE_FLOOR, Hit, rank_hits
+
+    if not weight >= 0.0:
+        raise ValueError(f"neighbour support weight must be >= 0, got {weight}")
+    if weight == 0.0 or not hits:
+        return list(hits)
+    owners, members = member_index(outdir), msa_members(outdir)
+    evalue = {h.target_id: h.evalue for h in hits}
+    out = []
+    for h in hits:
+        t = h.target_id
+        near = [evalue[m] for m in (*owners.get(t, ()), *members.get(t, ()))
+                if m != t and m != query_id and m in evalue]
+        e_nb = min(near, default=1.0)
+        if e_nb >= 1.0:
+            out.append(h)
+            continue
+        new = max(h.evalue * e_nb ** weight, EVALUE_FLOOR)
+        if h.alignment is not None:
+            h.alignment.evalue = new
+        out.append(Hit(h.query_id, t, h.target_index, h.score, h.bits, new, h.alignment))
+    return rank_hits(out)
+
+
 def without_member(msa: Any, member: str) -> Any:
     """``msa`` without the rows of ``member`` (the first row is always kept)."""
     from homalign.io import MSA
