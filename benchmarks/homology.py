@@ -272,6 +272,21 @@ def fuse(args) -> None:
     print("|---|---|---|---|---|")
     print(f"| {args.name} | {len(per_query)} | {means['family']:.3f} | "
           f"{means['superfamily']:.3f} | {means['fold']:.3f} |")
+    # calibration on real proteins: hits per query at E <= x in another fold / in the same fold
+    cuts = (1e-5, 1e-3, 0.1, 1.0, 10.0)
+    other, same = dict.fromkeys(cuts, 0), dict.fromkeys(cuts, 0)
+    for q, hits in results.items():
+        for t, _s, e in hits:
+            if t == q or t not in labels or q not in labels:
+                continue
+            tally = same if labels[t].fold == labels[q].fold else other
+            for x in cuts:
+                tally[x] += e <= x
+    n = max(len(results), 1)
+    print(f"\nhits per query ({len(results)} queries), other fold / same fold:")
+    print("| " + " | ".join(f"E <= {x:g}" for x in cuts) + " |")
+    print("|" + "---|" * len(cuts))
+    print("| " + " | ".join(f"{other[x] / n:.2f} / {same[x] / n:.1f}" for x in cuts) + " |")
 
 
 def restat(args) -> None:
