@@ -267,3 +267,40 @@ def test_neighbour_support_lifts_targets_whose_msa_neighbours_were_found(tmp_pat
     assert one["b"] == pytest.approx(4.0 * 1e-6)
     with pytest.raises(ValueError, match=">= 0"):
         neighbour_support(hits, "q", tmp_path, -1.0)
+
+
+def test_query_msa_from_other_sequences_searches_only_the_database(tmp_path, monkeypatch):
+    """``msa_db=``: the query's MSA comes from a larger sequence set (HHblits: UniRef), the search
+    and its hits stay in ``db``."""
+    from homalign.profile.iterative import build_msa, iterative_search
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    db = SequenceDB.from_sequences([FAMILY[0], FAMILY[2], *NOISE])
+    more = tmp_path / "more.fa"
+    more.write_text("".join(f">{s.id}\n{s.residues}\n" for s in FAMILY + NOISE))
+    assert "h1" in build_msa(FAMILY[0], str(more), 1).ids  # h1 exists only in the larger set
+    plain = iterative_search(FAMILY[0], db, 2, "pssm", prefilter=False, evalue=1e9,
+                             traceback=False)
+    wide = iterative_search(FAMILY[0], db, 2, "pssm", prefilter=False, evalue=1e9,
+                            traceback=False, msa_db=str(more))
+    assert {h.target_id for h in wide} == {h.target_id for h in plain} <= set(db.ids)
+    e_plain = {h.target_id: h.evalue for h in plain}
+    assert any(not np.isclose(h.evalue, e_plain[h.target_id]) for h in wide)  # another profile
+    same = iterative_search(FAMILY[0], db, 2, "pssm", prefilter=False, evalue=1e9,
+                            traceback=False, msa_db=db)
+    assert [(h.target_id, h.evalue) for h in same] == [(h.target_id, h.evalue) for h in plain]
+
+
+def test_cli_msa_db_needs_iterations(dbfile, tmp_path, capsys):
+    from homalign.cli import main
+
+    query = tmp_path / "q.fa"
+    query.write_text(f">q\n{FAMILY[0].residues}\n")
+    assert main(["search", str(query), str(dbfile), "--msa-db", str(dbfile),
+                 "--no-progress"]) == 2
+    assert "--msa-db needs --iterations" in capsys.readouterr().err
+    assert main(["search", str(query), str(dbfile), "--msa-db", str(dbfile), "--iterations", "2",
+                 "--method", "pssm", "--exhaustive", "--no-progress"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()
+            if line and not line.startswith("#")]
+    assert {r[1] for r in rows[:3]} == {"q", "h1", "h2"}

@@ -56,6 +56,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="an MSA database of DB (homalign makemsa): the query's MSA also scores "
                         "every candidate's own MSA (HHsearch-class hhm score); with --method hhm "
                         "that is the result (HHblits class), with learned it joins the fusion")
+    p.add_argument("--msa-db", default=None, metavar="SEQS",
+                   help="with --iterations N: build the query's MSA from these sequences (FASTA "
+                        "or makedb directory; e.g. DB plus unlabelled UniProt sequences) instead "
+                        "of DB, as HHblits builds it from UniRef; only DB is searched")
     p.add_argument("--neighbour-support", type=float, default=None, metavar="W",
                    help="with --target-msa: each hit's E-value times min(1, E_nb)^W, E_nb the "
                         "best E-value among its MSA-database neighbours in the list (a ranking "
@@ -91,16 +95,19 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
     from tqdm import tqdm
 
     from homalign.profile.iterative import PSSM_METHODS, iterative_search
+    from homalign.search import open_database
 
     pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}
     own = {} if args.method in PSSM_METHODS else opts
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
+    msa_db = open_database(args.msa_db) if args.msa_db is not None else None
     results = []
     for q in tqdm(queries, desc="iterative search", unit="query", disable=args.no_progress):
         hits = iterative_search(q, db, args.iterations, args.method, evalue=args.evalue,
                                 max_hits=args.max_hits, prefilter=not args.exhaustive,
                                 prefilter_options=pf_opts, target_msa=args.target_msa,
-                                neighbour_support=args.neighbour_support, **pssm, **own)
+                                neighbour_support=args.neighbour_support,
+                                msa_db=msa_db, **pssm, **own)
         results.append((q, hits))
     return results
 
@@ -117,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
     if args.neighbour_support is not None and args.target_msa is None:
         raise ValueError("--neighbour-support needs --target-msa")
+    if args.msa_db is not None and args.iterations < 2:
+        raise ValueError("--msa-db needs --iterations 2 or more (it builds the query's MSA)")
     if args.iterations > 1 or args.target_msa is not None:
         if args.ray is not None:
             raise ValueError("--iterations and --target-msa with --ray are not supported")

@@ -160,6 +160,7 @@ def iterative_search(
     target_msa: str | os.PathLike | None = None,
     profile_weight: float | None = None,
     neighbour_support: float | None = None,
+    msa_db: Any = None,
     **method_options: Any,
 ) -> list:
     """Hits of an ``iterations``-round profile search of ``db`` (see the module docstring).
@@ -169,6 +170,9 @@ def iterative_search(
     (``fusion_weight`` on the method's ln E); ``method_options`` and ``target_reps`` go to that
     method's search. ``matrix`` and the gap costs are the PSSM rounds'; ``inclusion_evalue`` and
     ``max_candidates`` (prefilter targets per inclusion round) are :func:`build_msa`'s.
+    ``msa_db``: the sequences the query's MSA is built from (a ``SequenceDB`` or a FASTA/makedb
+    path; default ``db``), as HHblits builds it from UniRef and then searches PDB70; typically
+    ``db`` plus more unlabelled sequences. Only ``db`` is searched and reported.
 
     ``target_msa``: an MSA database of ``db`` (:func:`homalign.profile.msadb.build_msa_db`).
     The query's MSA then also ranks the candidates against every target's *own* MSA by the
@@ -204,8 +208,12 @@ def iterative_search(
     query = as_sequence(query, "query")
     if isinstance(db, (str, os.PathLike)):
         db = _open_db(str(db))
+    if msa_db is None:
+        msa_db = db
+    elif isinstance(msa_db, (str, os.PathLike)):
+        msa_db = _open_db(str(msa_db))
     if iterations > 1:
-        msa = build_msa(query, db, iterations - 1, inclusion_evalue=inclusion_evalue,
+        msa = build_msa(query, msa_db, iterations - 1, inclusion_evalue=inclusion_evalue,
                         prefilter=prefilter, max_candidates=max_candidates, matrix=matrix,
                         gap_open=gap_open,
                         gap_extend=gap_extend)
