@@ -304,3 +304,12 @@ def test_cli_msa_db_needs_iterations(dbfile, tmp_path, capsys):
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()
             if line and not line.startswith("#")]
     assert {r[1] for r in rows[:3]} == {"q", "h1", "h2"}
+
+
+def test_neighbours_are_msa_members_and_owners(tmp_path):
+    from homalign.profile.msadb import neighbours
+
+    for owner, rows in {"a": ["a", "b", "a"], "b": ["b"], "c": ["c", "a"]}.items():
+        (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\nMKV\n" for r in rows))
+    assert neighbours("a", tmp_path) == {"b", "c"}  # b in a's MSA, a in c's; not a itself
+    assert neighbours("b", tmp_path) == {"a"} and neighbours("zz", tmp_path) == set()

@@ -51,8 +51,8 @@ def search(
     options). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
     the query's MSA against each target's own MSA (HHblits class with ``method="hhm"``; fused
     into ``learned``'s ranking otherwise); ``neighbour_support=W`` lifts the targets whose MSA
-    neighbours it found (default on for a fused ranking, off for ``hhm``). ``homalign.search`` is this function and also the
-    package of the search engine.
+    neighbours it found (default on for a fused ranking, off for ``hhm``). ``homalign.search``
+    is this function and also the package of the search engine.
     """
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")

@@ -265,6 +265,17 @@ def _graph(outdir: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return _GRAPH[outdir]
 
 
+def neighbours(seq_id: str, outdir: str | os.PathLike) -> set[str]:
+    """``seq_id``'s neighbours in the MSA graph: the members of its MSA and the sequences whose
+    MSA holds it (``seq_id`` itself excluded)."""
+    return _near(seq_id, _graph(str(Path(outdir).resolve())))
+
+
+def _near(seq_id: str, graph: tuple[dict[str, list[str]], dict[str, list[str]]]) -> set[str]:
+    owners, members = graph
+    return (set(owners.get(seq_id, ())) | set(members.get(seq_id, ()))) - {seq_id}
+
+
 def graph_candidates(query_id: str, query_members: list[str], outdir: str | os.PathLike,
                      db: Any) -> np.ndarray:
     """Database indices the query reaches through the MSA database, as HHblits reaches targets
@@ -274,17 +285,13 @@ def graph_candidates(query_id: str, query_members: list[str], outdir: str | os.P
     whose MSA holds the query; step 2: adds ``N(x)`` of each member ``x`` of the query's MSA;
     step 3: adds ``N(y)`` of everything reached so far. The query itself is left out. The k-mer
     prefilter sees only the query's sequence; these are targets its family finds."""
-    owners, members = member_index(outdir), msa_members(outdir)
-
-    def neighbours(x: str) -> set[str]:
-        return set(owners.get(x, ())) | set(members.get(x, ()))
-
+    graph = _graph(str(Path(outdir).resolve()))
     first = set(query_members) - {query_id}
-    reached = set(owners.get(query_id, ())) | first
+    reached = set(graph[0].get(query_id, ())) | first
     for x in first:
-        reached |= neighbours(x)
+        reached |= _near(x, graph)
     for y in list(reached):
-        reached |= neighbours(y)
+        reached |= _near(y, graph)
     reached.discard(query_id)
     ids = db._id_to_index or {}
     return np.array(sorted(ids[t] for t in reached if t in ids), dtype=np.int64)
@@ -313,13 +320,12 @@ def neighbour_support(hits: list, query_id: str, outdir: str | os.PathLike,
         raise ValueError(f"neighbour support weight must be >= 0, got {weight}")
     if weight == 0.0 or not hits:
         return list(hits)
-    owners, members = member_index(outdir), msa_members(outdir)
+    graph = _graph(str(Path(outdir).resolve()))
     evalue = {h.target_id: h.evalue for h in hits}
     out = []
     for h in hits:
         t = h.target_id
-        near = [evalue[m] for m in (*owners.get(t, ()), *members.get(t, ()))
-                if m != t and m != query_id and m in evalue]
+        near = [evalue[m] for m in _near(t, graph) if m != query_id and m in evalue]
         e_nb = min(near, default=1.0)
         if e_nb >= 1.0:
             out.append(h)
