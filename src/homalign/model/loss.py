@@ -1,4 +1,5 @@
-"""Training losses: CRF negative log-likelihood of the reference path, auxiliary cross-entropies."""
+"""Training losses: CRF negative log-likelihood of the reference path (optionally cost-augmented:
+softmax-margin), auxiliary cross-entropies."""
 
 from __future__ import annotations
 
@@ -31,6 +32,29 @@ def alignment_nll(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor, pairs: list
     return logz - ref
 
 
+def cost_augmented(S: Tensor, pairs: list[np.ndarray], lq: Tensor, lt: Tensor,
+                   false_pair: float, missed_pair: float) -> Tensor:
+    """``S`` plus the Hamming cost of each cell: ``+false_pair`` where a path would align a pair
+    that is not in the reference, ``-missed_pair`` on the reference pairs.
+
+    With these scores ``log Z - score(reference)`` is the softmax-margin loss (Gimpel & Smith,
+    NAACL 2010) of a path whose cost is ``false_pair`` x its wrong pairs + ``missed_pair`` x the
+    reference pairs it leaves out, up to the constant ``missed_pair`` x |reference|: the model must
+    beat every near-miss path by a margin that grows with its errors, not merely outscore it. Cells
+    outside ``lq`` x ``lt`` are left as they are (the DP never reads them). Training only: inference
+    aligns the plain ``S``.
+    """
+    if false_pair == 0.0 and missed_pair == 0.0:
+        return S
+    cost = torch.zeros_like(S)
+    for b, p in enumerate(pairs):
+        cost[b, : int(lq[b]), : int(lt[b])] = false_pair
+        if len(p):
+            idx = torch.as_tensor(np.asarray(p, dtype=np.int64))
+            cost[b, idx[:, 0], idx[:, 1]] = -missed_pair
+    return S + cost
+
+
 def masked_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     """Mean cross-entropy over positions whose label is >= 0 (0 if there are none)."""
     mask = labels >= 0
@@ -39,4 +63,4 @@ def masked_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     return nn.functional.cross_entropy(logits[mask], labels[mask])
 
 
-__all__ = ["alignment_nll", "masked_cross_entropy"]
+__all__ = ["alignment_nll", "cost_augmented", "masked_cross_entropy"]

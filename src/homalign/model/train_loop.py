@@ -44,7 +44,7 @@ from homalign.model.data import (
 )
 from homalign.model.decode import mea_align
 from homalign.model.encoder import template_tokens
-from homalign.model.loss import alignment_nll, masked_cross_entropy
+from homalign.model.loss import alignment_nll, cost_augmented, masked_cross_entropy
 from homalign.model.weights import atomic_torch_save, save_model
 from homalign.paths import shared_data_root
 
@@ -87,13 +87,18 @@ def _posteriors(S: torch.Tensor, gaps, lq, lt, mode: str) -> torch.Tensor:
 
 
 def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "crf",
-               teacher: AlignerModel | None = None, distill_weight: float = 0.0
-               ) -> tuple[torch.Tensor, dict]:
+               teacher: AlignerModel | None = None, distill_weight: float = 0.0,
+               margin: tuple[float, float] = (0.0, 0.0)) -> tuple[torch.Tensor, dict]:
     """Mean per-residue alignment NLL of the batch plus the auxiliary losses (and, with a
     ``teacher``, ``distill_weight`` x a distillation term whose gradient with respect to S is the
-    student's minus the teacher's match posteriors, per residue)."""
+    student's minus the teacher's match posteriors, per residue).
+
+    ``margin = (false_pair, missed_pair)`` > 0 makes the alignment term the softmax-margin loss
+    (:func:`homalign.model.loss.cost_augmented`): the likelihood of cost-augmented scores, so the
+    reference must win over every other path by its Hamming cost in nats."""
     S, gaps, e_q, e_t = model(batch.q, batch.t, target_tokens(model, batch))
-    nll = alignment_nll(S, gaps, batch.lq, batch.lt, batch.pairs, model.cfg.mode, dp)
+    S_loss = cost_augmented(S, batch.pairs, batch.lq, batch.lt, *margin)
+    nll = alignment_nll(S_loss, gaps, batch.lq, batch.lt, batch.pairs, model.cfg.mode, dp)
     norm = (batch.lq + batch.lt).to(nll.dtype)
     per_res = (nll / norm).mean()
     distill = torch.zeros(())
@@ -241,6 +246,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--teacher", default=None, metavar="STEM",
                     help="distil the match posteriors of this model (e.g. a template-mode one)")
     ap.add_argument("--distill-weight", type=float, default=1.0)
+    ap.add_argument("--margin", type=float, default=0.0, metavar="NATS",
+                    help="softmax-margin training: a path pays NATS for each pair it aligns that "
+                         "the reference does not (cost-augmented likelihood; 0 = plain CRF)")
+    ap.add_argument("--margin-missed", type=float, default=None, metavar="NATS",
+                    help="and this for each reference pair it leaves out (default: --margin)")
     ap.add_argument("--scop", type=Path,
                     default=DATA / "scope" / "astral-2.07-40.trainval.fa")
     ap.add_argument("--config", type=str, default="{}",
@@ -368,6 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                             "state": state}, ckpt)
 
+    margin = (args.margin, args.margin if args.margin_missed is None else args.margin_missed)
+    if min(margin) < 0:
+        raise SystemExit(f"--margin and --margin-missed must be >= 0, got {margin}")
     if not args.homology_only:
         model.train()
     running: list[float] = []
@@ -385,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                 loss, parts = torch.zeros(()), {"nll": math.nan, "aux": math.nan}
             else:
                 loss, parts = batch_loss(model, batch, args.aux_weight, args.dp, teacher,
-                                         args.distill_weight)
+                                         args.distill_weight, margin)
             if scop_train is not None:
                 hrng = np.random.default_rng([args.seed, 99, state["step"]])
                 q, t, lq, lt, same = sample_batch(scop_train, args.homology_batch, hrng,

@@ -1,0 +1,84 @@
+"""Softmax-margin training: the cost-augmented CRF likelihood (homalign.model.loss.cost_augmented)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from homalign.model import AlignerConfig, AlignerModel
+from homalign.model.crf import crf_log_partition_batch
+from homalign.model.data import TrainPair, batches
+from homalign.model.loss import alignment_nll, cost_augmented
+from homalign.model.train_loop import batch_loss
+
+
+def _pair(rng: np.random.Generator, n: int = 24) -> TrainPair:
+    a = rng.integers(0, 20, n).astype(np.uint8)
+    b = a.copy()
+    mut = rng.random(n) < 0.4
+    b[mut] = rng.integers(0, 20, int(mut.sum()))
+    b = np.delete(b, [10])
+    pairs = np.array([(i, i if i < 10 else i - 1) for i in range(n) if i != 10], dtype=np.int32)
+    lab = np.full(n, -1, dtype=np.int64)
+    return TrainPair("p", "g", "toy", a, b, pairs, lab, lab[:-1], lab, lab[:-1])
+
+
+def test_cost_augmented_adds_the_hamming_cost_of_each_cell_inside_the_pair() -> None:
+    S = torch.zeros(2, 4, 5)
+    pairs = [np.array([[0, 0], [2, 3]]), np.array([[1, 1]])]
+    lq, lt = torch.tensor([3, 4]), torch.tensor([5, 2])
+    out = cost_augmented(S, pairs, lq, lt, 0.5, 2.0)
+    assert float(out[0, 0, 0]) == -2.0 and float(out[0, 2, 3]) == -2.0
+    assert float(out[0, 1, 0]) == 0.5 and float(out[0, 3, 0]) == 0.0   # row 3 is padding
+    assert float(out[1, 1, 1]) == -2.0 and float(out[1, 0, 1]) == 0.5
+    assert float(out[1, 0, 2]) == 0.0                                    # column 2 is padding
+    assert cost_augmented(S, pairs, lq, lt, 0.0, 0.0) is S
+
+
+def test_softmax_margin_bounds_the_likelihood_loss_and_its_gradient_is_augmented_posteriors() -> None:
+    rng = np.random.default_rng(3)
+    p = _pair(rng)
+    torch.manual_seed(0)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0)).eval()
+    batch = next(batches([p], 256, 10**6, rng, shuffle=False))
+    S, gaps, _, _ = model(batch.q, batch.t)
+    plain = alignment_nll(S, gaps, batch.lq, batch.lt, batch.pairs, "semiglobal")
+    fp, fn = 0.7, 0.3
+    S_aug = cost_augmented(S, batch.pairs, batch.lq, batch.lt, fp, fn)
+    margin = alignment_nll(S_aug, gaps, batch.lq, batch.lt, batch.pairs, "semiglobal")
+    # every other path loses its cost against the reference (which costs nothing): the loss grows,
+    # by at most the largest cost a path can have
+    n_ref = len(p.pairs)
+    plain, margin = float(plain.detach()), float(margin.detach())
+    assert plain < margin - 1e-3
+    assert margin <= plain + fp * min(len(p.q), len(p.t)) + fn * n_ref
+    # d loss / d S = posteriors of the cost-augmented scores - reference
+    Sl = S.detach().requires_grad_(True)
+    loss = alignment_nll(cost_augmented(Sl, batch.pairs, batch.lq, batch.lt, fp, fn), gaps,
+                         batch.lq, batch.lt, batch.pairs, "semiglobal").sum()
+    (grad,) = torch.autograd.grad(loss, Sl, retain_graph=False)
+    Sa = S_aug.detach().requires_grad_(True)
+    (P,) = torch.autograd.grad(crf_log_partition_batch(Sa, gaps, batch.lq, batch.lt,
+                                                       "semiglobal").sum(), Sa)
+    R = torch.zeros_like(P)
+    R[0, p.pairs[:, 0], p.pairs[:, 1]] = 1.0
+    torch.testing.assert_close(grad, P - R, atol=1e-5, rtol=1e-4)
+
+
+def test_margin_training_lowers_the_margin_loss_and_widens_the_reference_margin() -> None:
+    rng = np.random.default_rng(0)
+    data = [_pair(rng) for _ in range(6)]
+    torch.manual_seed(0)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0, mode="semiglobal"))
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    batch = next(batches(data, 256, 10**6, rng, shuffle=False))
+    first, _ = batch_loss(model, batch, 0.0, margin=(0.5, 0.5))
+    for _ in range(15):
+        loss, _ = batch_loss(model, batch, 0.0, margin=(0.5, 0.5))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    last, _ = batch_loss(model, batch, 0.0, margin=(0.5, 0.5))
+    plain, _ = batch_loss(model, batch, 0.0)
+    assert float(last.detach()) < 0.8 * float(first.detach())
+    assert float(plain.detach()) < float(last.detach())
