@@ -162,6 +162,13 @@ _FIELDS = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
            "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")
 
 
+def _vector_args(vecs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    return (vecs["q_ins_open"] + vecs["q_ins_ext"], vecs["q_ins_ext"],
+            vecs["t_ins_open"] + vecs["t_ins_ext"], vecs["t_ins_ext"],
+            vecs["t_del_open"] + vecs["t_del_ext"], vecs["t_del_ext"],
+            vecs["q_del_open"] + vecs["q_del_ext"], vecs["q_del_ext"])
+
+
 def crf_log_partition(S: np.ndarray, vectors: dict[str, np.ndarray], mode: str = "global"
                       ) -> tuple[float, np.ndarray, dict[str, np.ndarray]]:
     """``(log Z, dlogZ/dS, {field: dlogZ/dfield})`` for one pair, float64.
@@ -169,13 +176,8 @@ def crf_log_partition(S: np.ndarray, vectors: dict[str, np.ndarray], mode: str =
     ``vectors`` holds the eight ``GapCosts`` fields by name (contract lengths).
     """
     v = {k: np.asarray(vectors[k], dtype=np.float64) for k in _FIELDS}
-    out = _forward_backward(
-        np.ascontiguousarray(S, dtype=np.float64),
-        v["q_ins_open"] + v["q_ins_ext"], v["q_ins_ext"],
-        v["t_ins_open"] + v["t_ins_ext"], v["t_ins_ext"],
-        v["t_del_open"] + v["t_del_ext"], v["t_del_ext"],
-        v["q_del_open"] + v["q_del_ext"], v["q_del_ext"], _MODES[mode],
-    )
+    out = _forward_backward(np.ascontiguousarray(S, dtype=np.float64), *_vector_args(v),
+                            _MODES[mode])
     logz, gS, qio, qie, tio, tie, tdo, tde, qdo, qde = out
     grads = {"q_ins_open": qio, "q_ins_ext": qio + qie, "t_ins_open": tio, "t_ins_ext": tio + tie,
              "t_del_open": tdo, "t_del_ext": tdo + tde, "q_del_open": qdo, "q_del_ext": qdo + qde}
@@ -213,6 +215,56 @@ def crf_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
     return torch.stack(out)
 
 
+class CRFPosterior(torch.autograd.Function):
+    """The match posteriors ``P = dlogZ/dS`` of one pair as a differentiable torch op.
+
+    The backward pass is a Hessian-vector product of ``log Z``: for an upstream gradient ``v`` of
+    P, ``dL/dS = H_SS v`` and ``dL/dgaps = H_gS v``, i.e. the directional derivative of the whole
+    gradient of ``log Z`` along S-direction ``v``. It is computed by a central difference of two
+    more compiled forward-backward passes at ``S +- eps v`` (float64; ``eps`` scaled to ``v`` so
+    the step is 1e-4 nats at most: truncation ~1e-8, rounding ~1e-12 relative). So a loss on the
+    posteriors (what MEA decoding reads) trains the model for three CRF passes per pair.
+    """
+
+    @staticmethod
+    def forward(ctx, mode: str, S: Tensor, *vecs: Tensor) -> Tensor:  # noqa: ANN001
+        S64 = np.ascontiguousarray(S.detach().cpu().numpy(), dtype=np.float64)
+        v = {k: np.asarray(x.detach().cpu().numpy(), dtype=np.float64)
+             for k, x in zip(_FIELDS, vecs, strict=True)}
+        args = _vector_args(v)
+        out = _forward_backward(S64, *args, _MODES[mode])
+        ctx.mode, ctx.S64, ctx.args, ctx.dtype = mode, S64, args, S.dtype
+        return torch.as_tensor(out[1], dtype=S.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # noqa: ANN001, ANN205
+        g = np.asarray(grad.detach().cpu().numpy(), dtype=np.float64)
+        scale = float(np.abs(g).max())
+        if scale == 0.0:
+            return (None, torch.zeros_like(grad),
+                    *(torch.zeros(len(a), dtype=ctx.dtype) for a in ctx.args))
+        eps = 1e-4 / scale
+        plus = _forward_backward(ctx.S64 + eps * g, *ctx.args, _MODES[ctx.mode])
+        minus = _forward_backward(ctx.S64 - eps * g, *ctx.args, _MODES[ctx.mode])
+        d = [(a - b) / (2 * eps) for a, b in zip(plus[1:], minus[1:], strict=True)]
+        dS, qio, qie, tio, tie, tdo, tde, qdo, qde = d
+        grads = (qio, qio + qie, tio, tio + tie, tdo, tdo + tde, qdo, qdo + qde)
+        return (None, torch.as_tensor(dS, dtype=ctx.dtype),
+                *(torch.as_tensor(x, dtype=ctx.dtype) for x in grads))
+
+
+def crf_posterior_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
+                        mode: str = "global") -> list[Tensor]:
+    """Each pair's (lq, lt) match posteriors, differentiable (:class:`CRFPosterior`)."""
+    out = []
+    for b in range(S.shape[0]):
+        n, m = int(lq[b]), int(lt[b])
+        sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
+        vecs = [getattr(gaps, k)[b, : sizes[k[:5]]] for k in _FIELDS]
+        out.append(CRFPosterior.apply(mode, S[b, :n, :m], *vecs))
+    return out
+
+
 class ScoreLogZ(torch.autograd.Function):
     """``log Z`` of one pair, differentiable in S only (fixed gap costs): the gradient is the
     posterior match matrix from the fast scaled forward-backward of :mod:`homalign.dp.posterior`.
@@ -246,5 +298,5 @@ def score_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
     return torch.stack(out)
 
 
-__all__ = ["CRFLogZ", "ScoreLogZ", "crf_log_partition", "crf_log_partition_batch",
-           "score_log_partition_batch"]
+__all__ = ["CRFLogZ", "CRFPosterior", "ScoreLogZ", "crf_log_partition",
+           "crf_log_partition_batch", "crf_posterior_batch", "score_log_partition_batch"]

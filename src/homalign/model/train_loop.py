@@ -33,7 +33,7 @@ from homalign.model.contrastive import (
     load_scop_pairs,
     sample_batch,
 )
-from homalign.model.crf import crf_log_partition_batch
+from homalign.model.crf import crf_log_partition_batch, crf_posterior_batch
 from homalign.model.data import (
     Batch,
     TrainPair,
@@ -44,7 +44,12 @@ from homalign.model.data import (
 )
 from homalign.model.decode import mea_align
 from homalign.model.encoder import template_tokens
-from homalign.model.loss import alignment_nll, cost_augmented, masked_cross_entropy
+from homalign.model.loss import (
+    alignment_nll,
+    cost_augmented,
+    marginal_loss,
+    masked_cross_entropy,
+)
 from homalign.model.weights import atomic_torch_save, save_model
 from homalign.paths import shared_data_root
 
@@ -88,19 +93,27 @@ def _posteriors(S: torch.Tensor, gaps, lq, lt, mode: str) -> torch.Tensor:
 
 def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "crf",
                teacher: AlignerModel | None = None, distill_weight: float = 0.0,
-               margin: tuple[float, float] = (0.0, 0.0)) -> tuple[torch.Tensor, dict]:
+               margin: tuple[float, float] = (0.0, 0.0), marginal_weight: float = 0.0
+               ) -> tuple[torch.Tensor, dict]:
     """Mean per-residue alignment NLL of the batch plus the auxiliary losses (and, with a
     ``teacher``, ``distill_weight`` x a distillation term whose gradient with respect to S is the
     student's minus the teacher's match posteriors, per residue).
 
     ``margin = (false_pair, missed_pair)`` > 0 makes the alignment term the softmax-margin loss
     (:func:`homalign.model.loss.cost_augmented`): the likelihood of cost-augmented scores, so the
-    reference must win over every other path by its Hamming cost in nats."""
+    reference must win over every other path by its Hamming cost in nats.
+    ``marginal_weight`` > 0 adds that weight x the per-residue cross-entropy of the posterior
+    marginals that MEA decoding reads (:func:`homalign.model.loss.marginal_loss`; its gradient
+    costs two more CRF passes per pair)."""
     S, gaps, e_q, e_t = model(batch.q, batch.t, target_tokens(model, batch))
     S_loss = cost_augmented(S, batch.pairs, batch.lq, batch.lt, *margin)
     nll = alignment_nll(S_loss, gaps, batch.lq, batch.lt, batch.pairs, model.cfg.mode, dp)
     norm = (batch.lq + batch.lt).to(nll.dtype)
     per_res = (nll / norm).mean()
+    marg = torch.zeros(())
+    if marginal_weight > 0:
+        P = crf_posterior_batch(S, gaps, batch.lq, batch.lt, model.cfg.decode_mode)
+        marg = marginal_loss(P, batch.pairs).mean()
     distill = torch.zeros(())
     if teacher is not None and distill_weight > 0:
         with torch.no_grad():
@@ -114,8 +127,9 @@ def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "
                + masked_cross_entropy(model.ss_logits(e_t), batch.t_ss)
                + masked_cross_entropy(model.acc_logits(e_q), batch.q_acc)
                + masked_cross_entropy(model.acc_logits(e_t), batch.t_acc)) / 4
-    return (per_res + aux_weight * aux + distill_weight * distill,
-            {"nll": float(per_res.detach()), "aux": float(aux.detach())})
+    return (per_res + aux_weight * aux + distill_weight * distill + marginal_weight * marg,
+            {"nll": float(per_res.detach()), "aux": float(aux.detach()),
+             "marginal": float(marg.detach())})
 
 
 def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells: int,
@@ -123,7 +137,8 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
     """Validation NLL per residue and mean F1 of MEA-decoded posteriors (twilight: < 30% id)."""
     model.eval()
     rng = np.random.default_rng(0)
-    nlls, f1s, ids = [], [], []
+    nlls, f1s, ids, fold_novel = [], [], [], []
+    source = {p.name: p.source for p in pairs}
     for batch in batches(pairs, window, max_cells, rng, shuffle=False):
         with torch.no_grad():
             S, gaps, _, _ = model(batch.q, batch.t, target_tokens(model, batch))
@@ -144,11 +159,14 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
                 f1s.append(pair_f1(mea_align(Pb, threshold).pairs, ref))
                 q, t = batch.q[b, :lq].numpy(), batch.t[b, :lt].numpy()
                 ids.append(float((q[ref[:, 0]] == t[ref[:, 1]]).mean()))
+                fold_novel.append(source.get(batch.names[b]) == "tmalign")
     model.train()
     f1 = np.array(f1s)
     tw = np.array(ids) < 0.3
+    tm = np.array(fold_novel, dtype=bool)
     return {"val_nll": float(np.mean(nlls)), "val_f1": float(f1.mean()),
             "val_f1_twilight": float(f1[tw].mean()) if tw.any() else math.nan,
+            "val_f1_tmalign": float(f1[tm].mean()) if tm.any() else math.nan,
             "val_pairs": len(f1s)}
 
 
@@ -224,6 +242,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="cosine learning-rate decay from --lr to 0 over --steps")
     ap.add_argument("--aux-weight", type=float, default=0.2)
     ap.add_argument("--eval-every", type=int, default=150)
+    ap.add_argument("--save-evals", action="store_true",
+                    help="keep every evaluated model as <out>/eval-<step> (not only the best)")
     ap.add_argument("--val-pairs", type=int, default=160)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dp", choices=("crf", "soft"), default="crf",
@@ -249,6 +269,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--margin", type=float, default=0.0, metavar="NATS",
                     help="softmax-margin training: a path pays NATS for each pair it aligns that "
                          "the reference does not (cost-augmented likelihood; 0 = plain CRF)")
+    ap.add_argument("--marginal-weight", type=float, default=0.0, metavar="W",
+                    help="add W x the cross-entropy of the per-residue posterior marginals (what "
+                         "MEA decoding reads) to the path likelihood; ~3x the CRF cost per step")
     ap.add_argument("--margin-missed", type=float, default=None, metavar="NATS",
                     help="and this for each reference pair it leaves out (default: --margin)")
     ap.add_argument("--scop", type=Path,
@@ -398,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                 loss, parts = torch.zeros(()), {"nll": math.nan, "aux": math.nan}
             else:
                 loss, parts = batch_loss(model, batch, args.aux_weight, args.dp, teacher,
-                                         args.distill_weight, margin)
+                                         args.distill_weight, margin, args.marginal_weight)
             if scop_train is not None:
                 hrng = np.random.default_rng([args.seed, 99, state["step"]])
                 q, t, lq, lt, same = sample_batch(scop_train, args.homology_batch, hrng,
@@ -417,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             if state["step"] % 25 == 0:
                 emit({"event": "train", "step": state["step"], "epoch": state["epoch"],
                       "nll": float(np.mean(running)), "aux": parts["aux"],
+                      "marginal": parts.get("marginal", math.nan),
                       "hom": parts.get("hom", math.nan),
                       **{f"hom_{k}": v for k, v in head.to_dict().items()},
                       "s_per_step": (time.time() - t_last) / 25,
@@ -429,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
                 meta = {"step": state["step"], **res}
                 if scop_val is not None:
                     meta["homology_score"] = head.to_dict()
+                if scop_val is not None or args.save_evals:
                     save_model(model, out / f"eval-{state['step']:06d}", meta)
                 key = -res["hom_loss"] if args.homology_only else res["val_f1"]
                 if key > state["best_f1"]:

@@ -1,14 +1,18 @@
-"""Softmax-margin training: the cost-augmented CRF likelihood (homalign.model.loss.cost_augmented)."""
+"""Alternative training losses of the learned aligner: softmax-margin (the cost-augmented CRF
+likelihood, ``loss.cost_augmented``) and the posterior-marginal loss (``loss.marginal_loss`` on
+``crf.CRFPosterior``, whose backward pass is a finite-difference Hessian-vector product)."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from homalign.dp import GapCosts
 from homalign.model import AlignerConfig, AlignerModel
-from homalign.model.crf import crf_log_partition_batch
+from homalign.model.crf import _FIELDS, CRFPosterior, crf_log_partition_batch, crf_posterior_batch
 from homalign.model.data import TrainPair, batches
-from homalign.model.loss import alignment_nll, cost_augmented
+from homalign.model.decode import posterior_matrix
+from homalign.model.loss import alignment_nll, cost_augmented, marginal_loss
 from homalign.model.train_loop import batch_loss
 
 
@@ -82,3 +86,65 @@ def test_margin_training_lowers_the_margin_loss_and_widens_the_reference_margin(
     plain, _ = batch_loss(model, batch, 0.0)
     assert float(last.detach()) < 0.8 * float(first.detach())
     assert float(plain.detach()) < float(last.detach())
+
+
+def _random_case(n: int, m: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    S = torch.randn(n, m, dtype=torch.float64, generator=g).requires_grad_(True)
+    sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
+    vecs = [(torch.rand(sizes[k[:5]], dtype=torch.float64, generator=g)
+             + (0.5 if "open" in k else 0.1)).requires_grad_(True) for k in _FIELDS]
+    return S, vecs
+
+
+def test_crf_posterior_is_the_dp_engines_posterior() -> None:
+    S, vecs = _random_case(7, 9, 1)
+    P = CRFPosterior.apply("semiglobal", S, *vecs).detach().numpy()
+    gaps = GapCosts(**{k: v.detach().numpy() for k, v in zip(_FIELDS, vecs, strict=True)})
+    ref = posterior_matrix(S.detach().numpy().astype(np.float32), gaps, "semiglobal")
+    np.testing.assert_allclose(P, ref, atol=2e-5)
+
+
+def test_marginal_loss_gradient_matches_finite_differences_in_every_mode() -> None:
+    """The Hessian-vector backward of CRFPosterior, through the marginal loss, against
+    torch.autograd.gradcheck's own finite differences (S and all eight gap vectors)."""
+    S, vecs = _random_case(5, 6, 0)
+    ref = np.array([[0, 0], [1, 1], [3, 2], [4, 4]])
+    for mode in ("global", "semiglobal", "local", "glocal"):
+        def f(S, *v, mode=mode):
+            return marginal_loss([CRFPosterior.apply(mode, S, *v)], [ref]).sum()
+        assert torch.autograd.gradcheck(f, (S, *vecs), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_marginal_loss_is_the_cross_entropy_of_each_residues_reference_fate() -> None:
+    P = torch.tensor([[0.8, 0.1, 0.0], [0.0, 0.5, 0.2]], dtype=torch.float64)
+    ref = np.array([[0, 0]])      # q0-t0 aligned; q1, t1, t2 against gaps
+    got = float(marginal_loss([P], [ref])[0])
+    fates = [0.8, 0.8, 1 - 0.7, 1 - 0.6, 1 - 0.2]
+    assert abs(got - (-np.log(fates).sum() / 5)) < 1e-12
+    floor = float(marginal_loss([torch.zeros(2, 3, dtype=torch.float64)], [ref], floor=0.01)[0])
+    assert abs(floor - (2 * -np.log(0.01)) / 5) < 1e-12
+
+
+def test_marginal_training_raises_the_reference_fates_posteriors() -> None:
+    rng = np.random.default_rng(1)
+    data = [_pair(rng) for _ in range(6)]
+    torch.manual_seed(0)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0, mode="semiglobal"))
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    batch = next(batches(data, 256, 10**6, rng, shuffle=False))
+
+    def marg() -> float:
+        with torch.no_grad():
+            S, gaps, _, _ = model(batch.q, batch.t)
+        P = crf_posterior_batch(S, gaps, batch.lq, batch.lt, "semiglobal")
+        return float(marginal_loss(P, batch.pairs).mean())
+
+    first = marg()
+    for _ in range(10):
+        loss, parts = batch_loss(model, batch, 0.0, marginal_weight=1.0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert parts["marginal"] > 0
+    assert marg() < 0.7 * first
