@@ -47,7 +47,7 @@ def test_search_ranks_by_the_adapter_forward_score(db_and_query) -> None:
     db, query = db_and_query
     hits = search(query, db, "learned", evalue=1e9, prefilter=False, traceback=False)
     assert hits[0].target_id == "homolog"
-    model, meta = load_bundled()
+    model, meta = load_bundled("learned_search")  # search ranks with the ranking weights
     eq = model.embed(query.codes)
     for h in hits[:5]:
         t = db.sequence(h.target_index)
@@ -58,6 +58,11 @@ def test_search_ranks_by_the_adapter_forward_score(db_and_query) -> None:
         assert h.score == pytest.approx(float(score_values([ps])[0]), rel=1e-5, abs=1e-4)
     assert all(a.evalue <= b.evalue for a, b in zip(hits, hits[1:], strict=False))
     assert hits[0].evalue < 1e-3 < hits[1].evalue  # only the homolog is significant
+    # ... not with the aligner's weights, which score differently
+    am, ameta = load_bundled("learned")
+    t = db.sequence(hits[0].target_index)
+    other = ranking_score(am, ameta, query.codes, am.embed(query.codes), t.codes, am.embed(t.codes))
+    assert abs(other - hits[0].score) > 1e-3
 
 
 def test_align_reports_the_same_score_and_a_probability(db_and_query) -> None:

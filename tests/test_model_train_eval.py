@@ -93,7 +93,7 @@ def _learned_align(model, q, t):
     from homalign.methods import get_method
 
     saved = learned._model
-    learned._model = lambda: (model, {"config": model.cfg.to_dict()})
+    learned._model = lambda name=learned.ALIGN_WEIGHTS: (model, {"config": model.cfg.to_dict()})
     try:
         return get_method("learned").align(q, t)
     finally:

@@ -148,3 +148,34 @@ def test_marginal_training_raises_the_reference_fates_posteriors() -> None:
         opt.step()
     assert parts["marginal"] > 0
     assert marg() < 0.7 * first
+
+
+def test_average_models_is_the_parameter_mean_and_refuses_other_configs(tmp_path) -> None:
+    import pytest
+
+    from homalign.model import save_model
+    from homalign.model.average import average_models, main
+
+    cfg = AlignerConfig(dim=8, dilations=(1,))
+    stems = []
+    for seed in (0, 1, 2):
+        torch.manual_seed(seed)
+        m = AlignerModel(cfg)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.add_(torch.randn_like(p))
+        save_model(m, tmp_path / f"m{seed}")
+        stems.append(tmp_path / f"m{seed}")
+    avg = average_models(stems)
+    from homalign.model import load_model
+
+    sds = [load_model(s)[0].state_dict() for s in stems]
+    for k, v in avg.state_dict().items():
+        torch.testing.assert_close(v, (sds[0][k] + sds[1][k] + sds[2][k]) / 3)
+    assert main([str(tmp_path / "avg"), *map(str, stems)]) == 0
+    again, meta = load_model(tmp_path / "avg")
+    assert meta["averaged"] == [str(s) for s in stems]
+    torch.testing.assert_close(again.scorer.W, avg.scorer.W)
+    save_model(AlignerModel(AlignerConfig(dim=4, dilations=(1,))), tmp_path / "other")
+    with pytest.raises(ValueError, match="other: config differs"):
+        average_models([stems[0], tmp_path / "other"])

@@ -11,12 +11,15 @@ known secondary structure and accessibility, one letter per residue, read by the
 template-mode weights ``learned_template``; see :mod:`homalign.model.template`). Other options
 (``matrix``, ``gap_open``...) are accepted and ignored.
 
-Search (``prepare``/``score``) ranks targets by the homology adapter's local forward score when the
-weights carry one (:mod:`homalign.model.contrastive`), else by the best local path of S, with
-E-values from the null law the weights carry (fitted on real unrelated proteins,
-:func:`homalign.model.homology.fit_null`) when they carry one; ``align``
-reports that score and the calibrated ``homology_probability`` in ``Alignment.extra``; search hits
-are traced back by ``align`` itself (the MEA alignment; ``Hit.score`` stays the ranking score).
+Two bundled weight sets, one per job: ``learned`` aligns (``align``, and the tracebacks of search
+hits), ``learned_search`` ranks (``prepare``/``score``/``null_params``: the aligner the search
+benchmarks were measured with, its homology adapter and its null law). Search ranks targets by the
+ranking weights' adapter local forward score when they carry one (:mod:`homalign.model.contrastive`),
+else by the best local path of S, with E-values from the null law they carry (fitted on real
+unrelated proteins, :func:`homalign.model.homology.fit_null`) when they carry one. ``align``
+reports its own weights' adapter score and calibrated ``homology_probability`` in
+``Alignment.extra``; search hits are traced back by ``align`` itself (the MEA alignment;
+``Hit.score`` stays the ranking score). docs/decisions.md says why two weight sets.
 """
 
 from __future__ import annotations
@@ -31,11 +34,16 @@ from homalign.methods import register
 from homalign.methods.base import Method, PairScores
 from homalign.sequence import Sequence
 
+ALIGN_WEIGHTS = "learned"
+SEARCH_WEIGHTS = "learned_search"
+TEMPLATE_WEIGHTS = "learned_template"
+
 
 def _available() -> str | None:
     base = resources.files("homalign").joinpath("weights")
-    if not base.joinpath("learned.safetensors").is_file():
-        return "the bundled weights homalign/weights/learned.safetensors are missing"
+    for name in (ALIGN_WEIGHTS, SEARCH_WEIGHTS):
+        if not base.joinpath(f"{name}.safetensors").is_file():
+            return f"the bundled weights homalign/weights/{name}.safetensors are missing"
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -44,55 +52,55 @@ def _available() -> str | None:
 
 
 def _fingerprint() -> str:
-    """sha256 (16 hex) of the bundled weights and their JSON (config, homology head)."""
+    """sha256 (16 hex) of the ranking weights and their JSON (config, adapter, null law): what the
+    search's scores, and so any cached score statistics, depend on."""
     import hashlib
 
     base = resources.files("homalign").joinpath("weights")
-    h = hashlib.sha256(base.joinpath("learned.safetensors").read_bytes())
-    h.update(base.joinpath("learned.json").read_bytes())
+    h = hashlib.sha256(base.joinpath(f"{SEARCH_WEIGHTS}.safetensors").read_bytes())
+    h.update(base.joinpath(f"{SEARCH_WEIGHTS}.json").read_bytes())
     return h.hexdigest()[:16]
 
 
-TEMPLATE_WEIGHTS = "learned_template"
-
-
-def _model(name: str = "learned"):
+def _model(name: str = ALIGN_WEIGHTS):
     from homalign.model import load_bundled
 
     return load_bundled(name)
 
 
 class LearnedRep(NamedTuple):
-    """A prepared protein: codes, embeddings (1, L, dim) and, for a query profile built by an
-    iterative search (:func:`profile_rep`), its residue weights (L, K)."""
+    """A prepared protein: codes, embeddings (1, L, dim) by the bundled weights named ``weights``
+    and, for a query profile built by an iterative search (:func:`profile_rep`), its residue
+    weights (L, K)."""
 
     codes: np.ndarray
     embedding: Any
     profile: np.ndarray | None = None
+    weights: str = SEARCH_WEIGHTS
 
 
 def _prepare(seq: Sequence, **_: Any) -> LearnedRep:
-    """Codes and embeddings of one sequence (computed once per protein by ``search``)."""
-    model, _meta = _model()
+    """Codes and ranking-weights embeddings of one sequence (once per protein in ``search``)."""
+    model, _meta = _model(SEARCH_WEIGHTS)
     return LearnedRep(seq.codes, model.embed(seq.codes))
 
 
 def _score(q: LearnedRep, t: LearnedRep, **_: Any) -> PairScores:
-    """What ``search`` ranks: the homology adapter's local forward score when the bundled model
-    has one (``homalign.model.contrastive``), else the learned S's best local path."""
+    """What ``search`` ranks: the ranking weights' homology adapter local forward score when they
+    have one (``homalign.model.contrastive``), else their S's best local path."""
     from homalign.model.homology import ranking_scores
 
-    model, meta = _model()
+    model, meta = _model(SEARCH_WEIGHTS)
     return ranking_scores(model, meta, q.codes, q.embedding, t.codes, t.embedding,
                           profile_q=q.profile)
 
 
 def _null_params():
-    """The null law the bundled weights carry (``meta["null"]``, fitted by ``python -m
+    """The null law the ranking weights carry (``meta["null"]``, fitted by ``python -m
     homalign.model.homology --null-pairs N`` on cross-fold SCOPe train-fold pairs), or None."""
     from homalign.stats import EVDParams
 
-    null = _model()[1].get("null")
+    null = _model(SEARCH_WEIGHTS)[1].get("null")
     return EVDParams(**null["params"]) if null else None
 
 
@@ -105,7 +113,7 @@ def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
     prof = build_profile(query.codes, query.embedding,
                          [ProfileMember(r.codes, r.embedding, p) for r, p in members],
                          query_weight=query_weight)
-    return LearnedRep(query.codes, prof.embedding, prof.residues)
+    return LearnedRep(query.codes, prof.embedding, prof.residues, query.weights)
 
 
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
@@ -120,7 +128,9 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
                     *, threshold: float | None = None, decode: str = "mea",
                     mode: str | None = None, target_ss: str | None = None,
                     target_acc: str | None = None, **_: Any) -> Alignment:
-    """``align`` reusing ``_prepare``'s embeddings (``search`` traces its hits back with it)."""
+    """``align`` reusing prepared embeddings where they are the aligner's own (``search`` traces
+    its hits back with it; its reps hold the ranking weights' embeddings, so the aligner embeds
+    the two sequences itself and a ranking profile is not used)."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
@@ -132,12 +142,17 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
 
         tokens = parse_template(len(target), target_ss, target_acc, record=target.id)
         model, meta = _model(TEMPLATE_WEIGHTS)
-        qrep, trep = None, LearnedRep(target.codes, model.embed(target.codes, tokens))
+        qrep = None
+        trep = LearnedRep(target.codes, model.embed(target.codes, tokens), None, TEMPLATE_WEIGHTS)
         extra["template"] = True
     elif target_acc is not None:
         raise ValueError("target_acc needs target_ss (template mode reads both)")
     else:
-        model, meta = _model()
+        model, meta = _model(ALIGN_WEIGHTS)
+        if qrep is not None and qrep.weights != ALIGN_WEIGHTS:
+            qrep = None
+        if trep is not None and trep.weights != ALIGN_WEIGHTS:
+            trep = None
     cfg = model.cfg
     mode = mode or cfg.decode_mode
     e_q = qrep.embedding if qrep is not None else model.embed(query.codes)
