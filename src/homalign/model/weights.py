@@ -1,7 +1,8 @@
 """Save and load the learned aligner: safetensors weights + a JSON config (atomic writes).
 
-The bundled model lives in ``homalign/weights/learned.safetensors`` + ``learned.json`` and is read
-with :mod:`importlib.resources`, so it works from an installed wheel, offline.
+The bundled models live in ``homalign/weights/<name>.safetensors`` + ``<name>.json`` (``learned``:
+the aligner; ``learned_search``: the ranking weights of ``search``; ``learned_template``: template
+mode) and are read with :mod:`importlib.resources`, so they work from an installed wheel, offline.
 """
 
 from __future__ import annotations
@@ -82,8 +83,10 @@ def load_model(stem: str | Path) -> tuple[AlignerModel, dict]:
 
 @cache
 def load_bundled(name: str = BUNDLED) -> tuple[AlignerModel, dict]:
-    """A model shipped inside the package (cached; eval mode): ``learned`` (sequences only, the
-    default) or ``learned_template`` (template mode: also reads the target's structure)."""
+    """A model shipped inside the package (cached; eval mode): ``learned`` (the sequence-only
+    aligner, the default), ``learned_search`` (the weights ``search`` ranks with: an aligner, its
+    homology adapter and null law) or ``learned_template`` (template mode: also reads the
+    target's structure)."""
     base = resources.files("homalign").joinpath("weights")
     if not base.joinpath(f"{name}.json").is_file():
         raise FileNotFoundError(f"no bundled weights named {name!r} in homalign/weights")
