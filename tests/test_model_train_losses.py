@@ -69,19 +69,26 @@ def test_softmax_margin_bounds_the_likelihood_loss_and_its_gradient_is_augmented
     torch.testing.assert_close(grad, P - R, atol=1e-5, rtol=1e-4)
 
 
-def test_margin_training_lowers_the_margin_loss_and_widens_the_reference_margin() -> None:
-    rng = np.random.default_rng(0)
+def _toy_training(seed: int, steps: int, **loss_options):
+    """A tiny model, one batch of toy pairs, and ``steps`` Adam steps of ``batch_loss`` with
+    ``loss_options``; returns (model, batch, the loss before training, the last step's parts)."""
+    rng = np.random.default_rng(seed)
     data = [_pair(rng) for _ in range(6)]
     torch.manual_seed(0)
     model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0, mode="semiglobal"))
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     batch = next(batches(data, 256, 10**6, rng, shuffle=False))
-    first, _ = batch_loss(model, batch, 0.0, margin=(0.5, 0.5))
-    for _ in range(15):
-        loss, _ = batch_loss(model, batch, 0.0, margin=(0.5, 0.5))
+    first, parts = batch_loss(model, batch, 0.0, **loss_options)
+    for _ in range(steps):
+        loss, parts = batch_loss(model, batch, 0.0, **loss_options)
         opt.zero_grad()
         loss.backward()
         opt.step()
+    return model, batch, first, parts
+
+
+def test_margin_training_lowers_the_margin_loss_and_widens_the_reference_margin() -> None:
+    model, batch, first, _ = _toy_training(0, 15, margin=(0.5, 0.5))
     last, _ = batch_loss(model, batch, 0.0, margin=(0.5, 0.5))
     plain, _ = batch_loss(model, batch, 0.0)
     assert float(last.detach()) < 0.8 * float(first.detach())
@@ -127,27 +134,16 @@ def test_marginal_loss_is_the_cross_entropy_of_each_residues_reference_fate() ->
 
 
 def test_marginal_training_raises_the_reference_fates_posteriors() -> None:
-    rng = np.random.default_rng(1)
-    data = [_pair(rng) for _ in range(6)]
-    torch.manual_seed(0)
-    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0, mode="semiglobal"))
-    opt = torch.optim.Adam(model.parameters(), lr=0.05)
-    batch = next(batches(data, 256, 10**6, rng, shuffle=False))
-
-    def marg() -> float:
+    def marg(model, batch) -> float:
         with torch.no_grad():
             S, gaps, _, _ = model(batch.q, batch.t)
         P = crf_posterior_batch(S, gaps, batch.lq, batch.lt, "semiglobal")
         return float(marginal_loss(P, batch.pairs).mean())
 
-    first = marg()
-    for _ in range(10):
-        loss, parts = batch_loss(model, batch, 0.0, marginal_weight=1.0)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    untrained, batch, _, _ = _toy_training(1, 0)
+    model, batch, _, parts = _toy_training(1, 10, marginal_weight=1.0)
     assert parts["marginal"] > 0
-    assert marg() < 0.7 * first
+    assert marg(model, batch) < 0.7 * marg(untrained, batch)
 
 
 def test_average_models_is_the_parameter_mean_and_refuses_other_configs(tmp_path) -> None:

@@ -162,6 +162,12 @@ _FIELDS = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
            "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")
 
 
+def _field_grads(qio, qie, tio, tie, tdo, tde, qdo, qde) -> tuple:  # noqa: ANN001
+    """Gradients with respect to the kernel vectors (open costs include the extension) mapped to
+    the eight ``GapCosts`` fields, in ``_FIELDS`` order."""
+    return (qio, qio + qie, tio, tio + tie, tdo, tdo + tde, qdo, qdo + qde)
+
+
 def _vector_args(vecs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
     return (vecs["q_ins_open"] + vecs["q_ins_ext"], vecs["q_ins_ext"],
             vecs["t_ins_open"] + vecs["t_ins_ext"], vecs["t_ins_ext"],
@@ -178,10 +184,7 @@ def crf_log_partition(S: np.ndarray, vectors: dict[str, np.ndarray], mode: str =
     v = {k: np.asarray(vectors[k], dtype=np.float64) for k in _FIELDS}
     out = _forward_backward(np.ascontiguousarray(S, dtype=np.float64), *_vector_args(v),
                             _MODES[mode])
-    logz, gS, qio, qie, tio, tie, tdo, tde, qdo, qde = out
-    grads = {"q_ins_open": qio, "q_ins_ext": qio + qie, "t_ins_open": tio, "t_ins_ext": tio + tie,
-             "t_del_open": tdo, "t_del_ext": tdo + tde, "q_del_open": qdo, "q_del_ext": qdo + qde}
-    return float(logz), gS, grads
+    return float(out[0]), out[1], dict(zip(_FIELDS, _field_grads(*out[2:]), strict=True))
 
 
 class CRFLogZ(torch.autograd.Function):
@@ -203,16 +206,18 @@ class CRFLogZ(torch.autograd.Function):
         return (None, *(grad * g for g in saved))
 
 
+def _pair_inputs(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor, b: int) -> list[Tensor]:
+    """Pair ``b`` of a padded batch cut to its lengths: its S, then the eight gap vectors."""
+    n, m = int(lq[b]), int(lt[b])
+    sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
+    return [S[b, :n, :m], *(getattr(gaps, k)[b, : sizes[k[:5]]] for k in _FIELDS)]
+
+
 def crf_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
                             mode: str = "global") -> Tensor:
     """(B,) ``log Z`` of a padded batch (each pair cut to its lengths), differentiable."""
-    out = []
-    for b in range(S.shape[0]):
-        n, m = int(lq[b]), int(lt[b])
-        sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
-        vecs = [getattr(gaps, k)[b, : sizes[k[:5]]] for k in _FIELDS]
-        out.append(CRFLogZ.apply(mode, S[b, :n, :m], *vecs))
-    return torch.stack(out)
+    return torch.stack([CRFLogZ.apply(mode, *_pair_inputs(S, gaps, lq, lt, b))
+                        for b in range(S.shape[0])])
 
 
 class CRFPosterior(torch.autograd.Function):
@@ -247,22 +252,15 @@ class CRFPosterior(torch.autograd.Function):
         plus = _forward_backward(ctx.S64 + eps * g, *ctx.args, _MODES[ctx.mode])
         minus = _forward_backward(ctx.S64 - eps * g, *ctx.args, _MODES[ctx.mode])
         d = [(a - b) / (2 * eps) for a, b in zip(plus[1:], minus[1:], strict=True)]
-        dS, qio, qie, tio, tie, tdo, tde, qdo, qde = d
-        grads = (qio, qio + qie, tio, tio + tie, tdo, tdo + tde, qdo, qdo + qde)
-        return (None, torch.as_tensor(dS, dtype=ctx.dtype),
-                *(torch.as_tensor(x, dtype=ctx.dtype) for x in grads))
+        return (None, torch.as_tensor(d[0], dtype=ctx.dtype),
+                *(torch.as_tensor(x, dtype=ctx.dtype) for x in _field_grads(*d[1:])))
 
 
 def crf_posterior_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
                         mode: str = "global") -> list[Tensor]:
     """Each pair's (lq, lt) match posteriors, differentiable (:class:`CRFPosterior`)."""
-    out = []
-    for b in range(S.shape[0]):
-        n, m = int(lq[b]), int(lt[b])
-        sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
-        vecs = [getattr(gaps, k)[b, : sizes[k[:5]]] for k in _FIELDS]
-        out.append(CRFPosterior.apply(mode, S[b, :n, :m], *vecs))
-    return out
+    return [CRFPosterior.apply(mode, *_pair_inputs(S, gaps, lq, lt, b))
+            for b in range(S.shape[0])]
 
 
 class ScoreLogZ(torch.autograd.Function):
