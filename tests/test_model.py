@@ -220,6 +220,13 @@ def test_runtime_task_items_collate_and_give_the_training_loss() -> None:
     assert float(loss.detach()) == pytest.approx(float(ref.detach()), rel=1e-5)
     loss.backward()
     assert model.scorer.W.grad is not None and model.scorer.W.grad.abs().sum() > 0
+    # with the marginal term: the same total as the simple loop's
+    with_marg = aligner_loss(model, list(batch), aux_weight=0.0, marginal_weight=0.5,
+                             decode_mode="semiglobal")
+    ref_m, parts = batch_loss(model, next(batches(data.pairs, 64, 10**6, rng, shuffle=False)),
+                              0.0, marginal_weight=0.5)
+    assert parts["marginal"] > 0 and float(with_marg.detach()) > float(loss.detach())
+    assert float(with_marg.detach()) == pytest.approx(float(ref_m.detach()), rel=1e-5)
 
 
 def test_padded_batch_embeddings_equal_each_sequence_alone() -> None:

@@ -22,10 +22,11 @@ from torch.utils.data import Dataset
 
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
+from homalign.model.crf import crf_posterior_batch
 from homalign.model.data import TrainPair, crop, load_homstrad, load_tmalign, split_by_group
 from homalign.model.encoder import PAD
 from homalign.model.evaluation import HELD_OUT, make_evaluate, resolve_eval_pairs
-from homalign.model.loss import alignment_nll, masked_cross_entropy
+from homalign.model.loss import alignment_nll, marginal_loss, masked_cross_entropy
 from homalign.paths import shared_data_root
 
 DATA = shared_data_root()
@@ -63,8 +64,11 @@ class PairDataset(Dataset):
 
 
 def aligner_loss(model: torch.nn.Module, batch: list[torch.Tensor], aux_weight: float = 0.2,
-                 mode: str = "global") -> torch.Tensor:
-    """Per-residue CRF NLL of the reference alignments + ``aux_weight`` x structure CE.
+                 mode: str = "global", marginal_weight: float = 0.0,
+                 decode_mode: str | None = None) -> torch.Tensor:
+    """Per-residue CRF NLL of the reference alignments + ``aux_weight`` x structure CE
+    (+ ``marginal_weight`` x the posterior-marginal loss of ``decode_mode``'s posteriors,
+    :func:`homalign.model.loss.marginal_loss`, the bundled aligner's recipe).
 
     The scores come from ``model(q, t)``, so under DistributedDataParallel the gradients are
     all-reduced; the auxiliary heads always join the graph (times 0 when ``aux_weight`` is 0), so
@@ -82,6 +86,9 @@ def aligner_loss(model: torch.nn.Module, batch: list[torch.Tensor], aux_weight: 
         pairs.append(np.stack([i.numpy(), partner[b, i].numpy()], axis=1).astype(np.int32))
     nll = alignment_nll(S, gaps, lq, lt, pairs, mode)
     loss = (nll / (lq + lt).to(nll.dtype)).mean()
+    if marginal_weight > 0:
+        P = crf_posterior_batch(S, gaps, lq, lt, decode_mode or mode)
+        loss = loss + marginal_weight * marginal_loss(P, pairs).mean()
     aux = (masked_cross_entropy(net.ss_logits(e_q), q_ss)
            + masked_cross_entropy(net.ss_logits(e_t), t_ss)
            + masked_cross_entropy(net.acc_logits(e_q), q_acc)
@@ -100,6 +107,7 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
                       tmalign: str | None = str(DATA / "scope" / "tmalign-pairs.train.tsv"),
                       window: int = 256, max_pairs_per_family: int = 40,
                       aux_weight: float = 0.2, val_fraction: float = 0.08,
+                      marginal_weight: float = 0.0,
                       eval_data: str = HELD_OUT, eval_pairs: int | None = 200,
                       config: dict | None = None) -> Any:
     """Build the TrainTask: training data = the non-held-out part of ``homstrad`` (+ ``tmalign``);
@@ -124,7 +132,8 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
     model.homology.requires_grad_(False)
     return TrainTask(
         model=model, train_dataset=PairDataset(train, window),
-        loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight, cfg.mode),
+        loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight, cfg.mode,
+                                                marginal_weight, cfg.decode_mode),
         eval_dataset=PairDataset(val, window),
         config={"config": cfg.to_dict(), "model": "learned-aligner"},
         evaluate=make_evaluate(evaluation) if evaluation else None,
