@@ -269,11 +269,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--margin", type=float, default=0.0, metavar="NATS",
                     help="softmax-margin training: a path pays NATS for each pair it aligns that "
                          "the reference does not (cost-augmented likelihood; 0 = plain CRF)")
+    ap.add_argument("--margin-missed", type=float, default=None, metavar="NATS",
+                    help="and this for each reference pair it leaves out (default: --margin)")
     ap.add_argument("--marginal-weight", type=float, default=0.0, metavar="W",
                     help="add W x the cross-entropy of the per-residue posterior marginals (what "
                          "MEA decoding reads) to the path likelihood; ~3x the CRF cost per step")
-    ap.add_argument("--margin-missed", type=float, default=None, metavar="NATS",
-                    help="and this for each reference pair it leaves out (default: --margin)")
     ap.add_argument("--scop", type=Path,
                     default=DATA / "scope" / "astral-2.07-40.trainval.fa")
     ap.add_argument("--config", type=str, default="{}",
