@@ -16,7 +16,8 @@ target) and by wall time:
   loop keeps its data in cache and underestimates it): ``encode`` (``model.embed`` of both
   sequences, torch), ``score`` (``model.score_embedded``: S and GapCosts), ``posterior``
   (``posterior_matrix`` in the decode mode), ``MAC decoding`` (``mea_align``), ``local score``
-  (``align_score(S, gaps, "local")``: the reported score and the homology head's input); once with
+  (``align_score(S, gaps, "local")``: the reported score), ``homology score`` (the ranking
+  weights' embeddings and adapter forward score: ``homology_probability``'s input); once with
   the default (scaled) posterior and once with ``method="log"``, the float64 log-space reference
   the call used before.
 
@@ -52,6 +53,7 @@ from homalign.dp import align_score  # noqa: E402
 from homalign.dp.posterior import posterior_matrix  # noqa: E402
 from homalign.model import load_bundled  # noqa: E402
 from homalign.model.decode import mea_align  # noqa: E402
+from homalign.model.homology import ranking_score  # noqa: E402
 from homalign.sequence import Sequence  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "learned_speed.md"
@@ -83,13 +85,14 @@ def per_pair(fn: Callable[[int], object], n: int, reps: int) -> tuple[float, flo
 
 
 STAGES = ("encode (both sequences)", "score (S, GapCosts)", "posterior", "MAC decoding",
-          "local score")
+          "local score", "homology score (ranking weights)")
 
 
 def flow(pairs: list[tuple[Sequence, Sequence]], method: str) -> np.ndarray:
     """(CPU, wall) seconds of each stage, run in sequence as the call runs them, summed over
     the pairs: float64 (len(STAGES), 2)."""
     model, _meta = load_bundled()
+    smodel, smeta = load_bundled("learned_search")
     cfg = model.cfg
     out = np.zeros((len(STAGES), 2))
     for q, t in pairs:
@@ -103,6 +106,9 @@ def flow(pairs: list[tuple[Sequence, Sequence]], method: str) -> np.ndarray:
         mea_align(P, cfg.mea_threshold)
         marks.append((time.process_time(), time.perf_counter()))
         align_score(S, gaps, mode="local")
+        marks.append((time.process_time(), time.perf_counter()))
+        ranking_score(smodel, smeta, q.codes, smodel.embed(q.codes), t.codes,
+                      smodel.embed(t.codes))
         marks.append((time.process_time(), time.perf_counter()))
         out += np.diff(np.array(marks), axis=0)
     return out

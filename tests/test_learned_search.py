@@ -9,7 +9,7 @@ import homalign
 from homalign.alphabet import ALPHABET, BACKGROUND
 from homalign.methods.base import score_values
 from homalign.model import load_bundled
-from homalign.model.homology import ranking_score, ranking_scores
+from homalign.model.homology import homology_probability, ranking_score, ranking_scores
 from homalign.search import SequenceDB, search
 from homalign.sequence import Sequence
 
@@ -36,8 +36,8 @@ def db_and_query() -> tuple[SequenceDB, Sequence]:
     return SequenceDB.from_sequences(seqs), Sequence("query", query)
 
 
-def test_bundled_weights_carry_a_trained_adapter() -> None:
-    model, meta = load_bundled()
+def test_ranking_weights_carry_a_trained_adapter() -> None:
+    model, meta = load_bundled("learned_search")
     assert meta["homology_score"]["score"] == "forward-local"
     assert float(model.homology.W.detach().abs().sum()) > 0
     assert "homology" in meta and {"a", "b", "c"} <= set(meta["homology"])
@@ -71,10 +71,13 @@ def test_align_reports_the_same_score_and_a_probability(db_and_query) -> None:
     unrelated = db.sequence(db.index_of("random0"))
     a = homalign.align(query, homolog, method="learned")
     b = homalign.align(query, unrelated, method="learned")
-    model, meta = load_bundled()
+    # the score and probability are those of the ranking weights (what search ranks by)
+    model, meta = load_bundled("learned_search")
     want = ranking_score(model, meta, query.codes, model.embed(query.codes), homolog.codes,
                          model.embed(homolog.codes))
     assert a.extra["homology_score"] == pytest.approx(want, rel=1e-5, abs=1e-4)
+    assert a.extra["homology_probability"] == pytest.approx(
+        homology_probability(meta["homology"], want, len(query), len(homolog)), rel=1e-6)
     assert 0.0 <= b.extra["homology_probability"] < a.extra["homology_probability"] <= 1.0
     assert a.extra["homology_probability"] > 0.5
 

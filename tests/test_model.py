@@ -190,7 +190,7 @@ def test_bundled_weights_save_load_round_trip(tmp_path) -> None:
     model, meta = load_bundled()
     save_model(model, tmp_path / "copy", {k: v for k, v in meta.items() if k != "config"})
     again, meta2 = load_model(tmp_path / "copy")
-    assert meta2["homology"] == meta["homology"]
+    assert meta2["ensemble"] == meta["ensemble"]
     q, t = encode(Q[:90]), encode(T[3:100])
     S1, g1 = model.score_pair(q, t)
     S2, g2 = again.score_pair(q, t)

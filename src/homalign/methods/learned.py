@@ -17,8 +17,9 @@ benchmarks were measured with, its homology adapter and its null law). Search ra
 ranking weights' adapter local forward score when they carry one (:mod:`homalign.model.contrastive`),
 else by the best local path of S, with E-values from the null law they carry (fitted on real
 unrelated proteins, :func:`homalign.model.homology.fit_null`) when they carry one. ``align``
-reports its own weights' adapter score and calibrated ``homology_probability`` in
-``Alignment.extra``; search hits are traced back by ``align`` itself (the MEA alignment;
+reports the ranking weights' score of the pair (``homology_score``) and its calibrated
+``homology_probability`` (their head) in ``Alignment.extra``, so a pair's probability is that of
+the score search ranks it by; search hits are traced back by ``align`` itself (the MEA alignment;
 ``Hit.score`` stays the ranking score). docs/decisions.md says why two weight sets.
 """
 
@@ -149,6 +150,8 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
         raise ValueError("target_acc needs target_ss (template mode reads both)")
     else:
         model, meta = _model(ALIGN_WEIGHTS)
+        search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS
+                            and r.profile is None else None for r in (qrep, trep))
         if qrep is not None and qrep.weights != ALIGN_WEIGHTS:
             qrep = None
         if trep is not None and trep.weights != ALIGN_WEIGHTS:
@@ -169,13 +172,21 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     else:
         raise ValueError(f"unknown decode {decode!r}; expected 'mea' or 'viterbi'")
     local = float(align_score(S, gaps, mode="local"))
-    head = meta.get("homology")
-    if head:
+    smodel, smeta = _model(SEARCH_WEIGHTS)
+    if not extra.get("template") and smeta.get("homology"):  # the probability search ranks by
+        sq = search_reps[0] or _prepare(query)
+        st = search_reps[1] or _prepare(target)
+        rank = ranking_score(smodel, smeta, query.codes, sq.embedding, target.codes, st.embedding)
+        extra["homology_score"] = rank
+        extra["homology_probability"] = homology_probability(smeta["homology"], rank, len(query),
+                                                             len(target))
+    elif meta.get("homology"):
         rank = local
         if meta.get("homology_score"):
             rank = ranking_score(model, meta, query.codes, e_q, target.codes, e_t, (S, gaps))
             extra["homology_score"] = rank
-        extra["homology_probability"] = homology_probability(head, rank, len(query), len(target))
+        extra["homology_probability"] = homology_probability(meta["homology"], rank, len(query),
+                                                             len(target))
     aln = Alignment(query_id=query.id, target_id=target.id, query=query.residues,
                     target=target.residues, pairs=pairs, score=local, method="learned")
     aln.extra.update(extra)

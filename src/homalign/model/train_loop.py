@@ -330,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         from homalign.model.weights import load_model
 
         init, init_meta = load_model(args.init)
+        if init_meta.get("ensemble"):
+            raise SystemExit(f"--init {args.init} is an ensemble (homalign.model.ensemble); "
+                             "initialise from one of its members")
         cfg = AlignerConfig.from_dict({**init_meta["config"], **json.loads(args.config)})
         model = AlignerModel(cfg)
         missing, unexpected = model.load_state_dict(init.state_dict(), strict=False)
@@ -351,7 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.teacher:
         from homalign.model.weights import load_model
 
-        teacher = load_model(args.teacher)[0].eval()
+        teacher, teacher_meta = load_model(args.teacher)
+        if teacher_meta.get("ensemble"):
+            raise SystemExit(f"--teacher {args.teacher} is an ensemble; distil from one model")
+        teacher.eval()
     head: HomologyScore = model.homology
     if float(head.W.detach().abs().sum()) == 0.0:  # untrained adapter: start at the offset
         with torch.no_grad():

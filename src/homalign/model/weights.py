@@ -13,12 +13,16 @@ import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
+
+if TYPE_CHECKING:
+    from homalign.model.ensemble import EnsembleAligner
 
 BUNDLED = "learned"
 
@@ -50,7 +54,8 @@ def atomic_torch_save(obj: dict, path: Path) -> None:
     atomic_write_bytes(Path(path), buf.getvalue())
 
 
-def save_model(model: AlignerModel, stem: str | Path, extra: dict | None = None) -> None:
+def save_model(model: AlignerModel | EnsembleAligner, stem: str | Path,
+               extra: dict | None = None) -> None:
     """Write ``<stem>.safetensors`` and ``<stem>.json`` (config + ``extra`` metadata)."""
     stem = Path(stem)
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
@@ -59,9 +64,29 @@ def save_model(model: AlignerModel, stem: str | Path, extra: dict | None = None)
     atomic_write_bytes(stem.with_suffix(".json"), (json.dumps(meta, indent=2) + "\n").encode())
 
 
-def _build(weights: bytes, meta: dict) -> AlignerModel:
-    model = AlignerModel(AlignerConfig.from_dict(meta["config"]))
+def _build(weights: bytes, meta: dict) -> AlignerModel | EnsembleAligner:
     state = st_load(weights)
+    if meta.get("ensemble"):  # homalign.model.ensemble: members' tensors under "members.k."
+        from homalign.model.ensemble import EnsembleAligner
+
+        members = []
+        for k, member in enumerate(meta["ensemble"]["members"]):
+            prefix = f"members.{k}."
+            part = {n[len(prefix):]: v for n, v in state.items() if n.startswith(prefix)}
+            if not part:
+                raise ValueError(f"weights hold no tensors for ensemble member {k}")
+            members.append(_build_one(part, member["config"]))
+        n = len(members)
+        stray = [name for name in state
+                 if not any(name.startswith(f"members.{k}.") for k in range(n))]
+        if stray:
+            raise ValueError(f"weights do not fit the {n}-member ensemble: {sorted(stray)}")
+        return EnsembleAligner(members).eval()
+    return _build_one(state, meta["config"])
+
+
+def _build_one(state: dict, config: dict) -> AlignerModel:
+    model = AlignerModel(AlignerConfig.from_dict(config))
     own = model.state_dict()
     for k, v in state.items():  # scalars saved as 0-dim by early versions
         if k in own and v.shape != own[k].shape and v.numel() == own[k].numel():
@@ -74,7 +99,7 @@ def _build(weights: bytes, meta: dict) -> AlignerModel:
     return model
 
 
-def load_model(stem: str | Path) -> tuple[AlignerModel, dict]:
+def load_model(stem: str | Path) -> tuple[AlignerModel | EnsembleAligner, dict]:
     """Read a model written by :func:`save_model`; returns (model in eval mode, metadata)."""
     stem = Path(stem)
     meta = json.loads(stem.with_suffix(".json").read_text())
@@ -82,7 +107,7 @@ def load_model(stem: str | Path) -> tuple[AlignerModel, dict]:
 
 
 @cache
-def load_bundled(name: str = BUNDLED) -> tuple[AlignerModel, dict]:
+def load_bundled(name: str = BUNDLED) -> tuple[AlignerModel | EnsembleAligner, dict]:
     """A model shipped inside the package (cached; eval mode): ``learned`` (the sequence-only
     aligner, the default), ``learned_search`` (the weights ``search`` ranks with: an aligner, its
     homology adapter and null law) or ``learned_template`` (template mode: also reads the

@@ -1,0 +1,146 @@
+"""An ensemble of learned aligners: the mean of their substitution scores and gap costs.
+
+``EnsembleAligner([m1, ..., mK])`` scores a pair with every member and averages S[i, j] and each
+position-specific gap-cost vector, then the exact DP runs once on the mean. Averaging scores
+(log-potentials) is a product of experts: the ensemble's path distribution is the normalised
+geometric mean of the members' (Hinton 2002). On held-out pairs it does as well as averaging the
+members' posterior matrices (docs/learned.md) at the cost of one DP instead of K. It helps when
+members come from different training trajectories (different initialisations or objectives);
+checkpoints of one trajectory are better averaged in weight space (:mod:`homalign.model.average`).
+
+The ensemble has the aligner's inference surface (``embed``, ``score_embedded``, ``score_pair``,
+``cfg``): its embedding of a sequence is the members' embeddings concatenated along the last
+axis, so a prepared protein (``search``) is embedded once for all members. It is an inference
+object: train members one by one (``train_loop``), then join them with
+
+    python -m homalign.model.ensemble OUT STEM [STEM ...]
+
+which writes one safetensors file (member ``k``'s tensors under ``members.k.``) and a JSON whose
+``ensemble`` entry lists the member count and where each member came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from homalign.dp.soft import SoftGaps
+from homalign.model.aligner import AlignerModel
+
+
+class EnsembleAligner(nn.Module):
+    """K aligners with the same decoding settings whose scores are averaged."""
+
+    def __init__(self, members: list[AlignerModel]) -> None:
+        super().__init__()
+        if len(members) < 2:
+            raise ValueError(f"an ensemble needs at least two members, got {len(members)}")
+        first = members[0].cfg
+        for k, m in enumerate(members[1:], start=1):
+            for field in ("decode_mode", "mea_threshold", "template", "matrix"):
+                if getattr(m.cfg, field) != getattr(first, field):
+                    raise ValueError(f"ensemble member {k} has {field}={getattr(m.cfg, field)!r}, "
+                                     f"member 0 has {getattr(first, field)!r}")
+        self.members = nn.ModuleList(members)
+        self.cfg = first
+        self.dims = [m.cfg.dim for m in members]
+
+    def _split(self, e: Tensor) -> list[Tensor]:
+        if e.shape[-1] != sum(self.dims):
+            raise ValueError(f"ensemble embedding has width {e.shape[-1]}, expected "
+                             f"{sum(self.dims)} (the members' {self.dims} concatenated)")
+        return list(torch.split(e, self.dims, dim=-1))
+
+    def forward(self, codes_q: Tensor, codes_t: Tensor, tokens_t: Tensor | None = None
+                ) -> tuple[Tensor, SoftGaps, Tensor, Tensor]:
+        """Padded batches, as ``AlignerModel.forward``: (mean S, mean gap costs, e_q, e_t) with
+        the members' embeddings concatenated."""
+        outs = [m(codes_q, codes_t, tokens_t) for m in self.members]
+        S = torch.stack([o[0] for o in outs]).mean(dim=0)
+        gaps = SoftGaps(**{f.name: torch.stack([getattr(o[1], f.name) for o in outs]).mean(dim=0)
+                           for f in fields(SoftGaps)})
+        return (S, gaps, torch.cat([o[2] for o in outs], dim=-1),
+                torch.cat([o[3] for o in outs], dim=-1))
+
+    @torch.no_grad()
+    def embed(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> Tensor:
+        """(1, L, sum of member dims): the members' embeddings side by side."""
+        return torch.cat([m.embed(codes, tokens) for m in self.members], dim=-1)
+
+    @torch.no_grad()
+    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
+                       profile_q: np.ndarray | None = None):
+        """(S float32 (Lq, Lt), GapCosts): the members' mean S and mean gap-cost vectors."""
+        from homalign.dp import GapCosts
+
+        outs = [m.score_embedded(codes_q, a, codes_t, b, profile_q)
+                for m, a, b in zip(self.members, self._split(e_q), self._split(e_t), strict=True)]
+        S = np.mean([s for s, _ in outs], axis=0, dtype=np.float64).astype(np.float32)
+        names = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
+                 "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")
+        gaps = {n: np.mean([getattr(g, n) for _, g in outs], axis=0, dtype=np.float64)
+                for n in names}
+        return np.ascontiguousarray(S), GapCosts(**gaps)
+
+    @torch.no_grad()
+    def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
+                          e_t: Tensor, scores=None, profile_q: np.ndarray | None = None):
+        """(S_h float32 (Lq, Lt), GapCosts): the ensemble's S plus the mean of the members'
+        homology adapters (``S + e_i^T W_k e'_j - shift_k``, averaged over k), with its gaps."""
+        if scores is None:
+            scores = self.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+        S, gaps = scores
+        S_t = torch.as_tensor(S)[None]
+        S_h = torch.stack([m.homology.substitution(S_t, a, b)[0] for m, a, b in
+                           zip(self.members, self._split(e_q), self._split(e_t), strict=True)])
+        return np.ascontiguousarray(S_h.mean(dim=0).numpy(), dtype=np.float32), gaps
+
+    def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray,
+                   tokens_t: np.ndarray | None = None):
+        """(S float32 (Lq, Lt), GapCosts) of two encoded sequences (no gradient)."""
+        return self.score_embedded(codes_q, self.embed(codes_q), codes_t,
+                                   self.embed(codes_t, tokens_t))
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def join_models(stems: list[str | Path]) -> tuple[EnsembleAligner, dict]:
+    """The ensemble of the models saved at ``stems`` and the metadata to save it with."""
+    from homalign.model.weights import load_model
+
+    loaded = [load_model(s) for s in stems]
+    for stem, (_, meta) in zip(stems, loaded, strict=True):
+        if meta.get("ensemble"):
+            raise ValueError(f"{stem} is already an ensemble; list its members instead")
+    ens = EnsembleAligner([m for m, _ in loaded])
+    members = [{"stem": str(s), "config": meta["config"],
+                **({"averaged": meta["averaged"]} if "averaged" in meta else {})}
+               for s, (_, meta) in zip(stems, loaded, strict=True)]
+    return ens, {"ensemble": {"members": members}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Join saved aligners into one ensemble model.")
+    ap.add_argument("out", type=Path, help="output stem")
+    ap.add_argument("stems", nargs="+", help="member models (two or more)")
+    args = ap.parse_args(argv)
+    from homalign.model.weights import save_model
+
+    ens, meta = join_models(args.stems)
+    save_model(ens, args.out, meta)
+    print(f"joined {len(args.stems)} models ({ens.n_parameters()} parameters) into "
+          f"{args.out}.safetensors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["EnsembleAligner", "join_models", "main"]
