@@ -34,6 +34,15 @@ from homalign.dp.soft import SoftGaps
 from homalign.model.aligner import AlignerModel
 
 
+def _mean_scores(outs: list[tuple[Tensor, SoftGaps]]) -> tuple[Tensor, SoftGaps]:
+    """The element-wise mean of K members' (S, SoftGaps)."""
+    k = len(outs)
+    S = sum(o[0] for o in outs) / k
+    gaps = SoftGaps(**{f.name: sum(getattr(o[1], f.name) for o in outs) / k
+                       for f in fields(SoftGaps)})
+    return S, gaps
+
+
 class EnsembleAligner(nn.Module):
     """K aligners with the same decoding settings whose scores are averaged."""
 
@@ -62,9 +71,7 @@ class EnsembleAligner(nn.Module):
         """Padded batches, as ``AlignerModel.forward``: (mean S, mean gap costs, e_q, e_t) with
         the members' embeddings concatenated."""
         outs = [m(codes_q, codes_t, tokens_t) for m in self.members]
-        S = torch.stack([o[0] for o in outs]).mean(dim=0)
-        gaps = SoftGaps(**{f.name: torch.stack([getattr(o[1], f.name) for o in outs]).mean(dim=0)
-                           for f in fields(SoftGaps)})
+        S, gaps = _mean_scores([(o[0], o[1]) for o in outs])
         return (S, gaps, torch.cat([o[2] for o in outs], dim=-1),
                 torch.cat([o[3] for o in outs], dim=-1))
 
@@ -76,17 +83,19 @@ class EnsembleAligner(nn.Module):
     @torch.no_grad()
     def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
                        profile_q: np.ndarray | None = None):
-        """(S float32 (Lq, Lt), GapCosts): the members' mean S and mean gap-cost vectors."""
+        """(S float32 (Lq, Lt), GapCosts): the members' mean S and mean gap-cost vectors (averaged
+        in torch, converted once)."""
         from homalign.dp import GapCosts
 
-        outs = [m.score_embedded(codes_q, a, codes_t, b, profile_q)
+        cq = torch.as_tensor(codes_q.astype(np.int64))[None]
+        ct = torch.as_tensor(codes_t.astype(np.int64))[None]
+        prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
+        outs = [m.scorer(cq, a, ct, b, prof)
                 for m, a, b in zip(self.members, self._split(e_q), self._split(e_t), strict=True)]
-        S = np.mean([s for s, _ in outs], axis=0, dtype=np.float64).astype(np.float32)
-        names = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
-                 "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")
-        gaps = {n: np.mean([getattr(g, n) for _, g in outs], axis=0, dtype=np.float64)
-                for n in names}
-        return np.ascontiguousarray(S), GapCosts(**gaps)
+        S, gaps = _mean_scores(outs)
+        lq, lt = len(codes_q), len(codes_t)
+        S_np = np.ascontiguousarray(S[0].numpy(), dtype=np.float32)
+        return S_np, GapCosts(**gaps.to_numpy(0, lq, lt))
 
     @torch.no_grad()
     def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
