@@ -130,3 +130,27 @@ def test_ensemble_forward_is_the_members_mean_on_a_padded_batch(tmp_path) -> Non
     S1, g1 = ens.score_pair(q[0].numpy().astype(np.int8), t[0].numpy().astype(np.int8))
     np.testing.assert_allclose(S1, S[0].numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(g1.q_ins_open, gaps.q_ins_open[0].numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_and_member_by_member_scoring_agree(tmp_path) -> None:
+    members = [load_model(s)[0] for s in _members(tmp_path)]
+    ens = EnsembleAligner(members)
+    assert ens._fused
+    q, t = _codes(17, 9), _codes(21, 10)
+    S, gaps = ens.score_pair(q, t)
+    ens._fused = False
+    S2, gaps2 = ens.score_pair(q, t)
+    np.testing.assert_allclose(S, S2, rtol=1e-5, atol=1e-5)
+    for name in GAP_FIELDS:
+        np.testing.assert_allclose(getattr(gaps, name), getattr(gaps2, name), rtol=1e-6)
+    # a member with a pair refiner is scored member by member, still the mean
+    torch.manual_seed(3)
+    refined = AlignerModel(AlignerConfig(dim=8, dilations=(1,), pair_channels=2)).eval()
+    with torch.no_grad():
+        refined.scorer.refine.out.weight.add_(0.1)
+    mixed = EnsembleAligner([members[0], refined])
+    assert not mixed._fused
+    S3, _ = mixed.score_pair(q, t)
+    np.testing.assert_allclose(
+        S3, (members[0].score_pair(q, t)[0] + refined.score_pair(q, t)[0]) / 2, rtol=1e-5,
+        atol=1e-5)
