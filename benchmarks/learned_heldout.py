@@ -17,6 +17,18 @@ import argparse
 import numpy as np
 
 
+def heldout_sets() -> list[tuple[str, list]]:
+    """The two held-out sets, [("homstrad", pairs), ("tmalign", pairs)], as this script uses them."""
+    from homalign.model.data import load_homstrad, load_tmalign, split_by_group
+    from homalign.paths import shared_data_root
+
+    root = shared_data_root()
+    _, homstrad = split_by_group(load_homstrad(root / "homstrad" / "train", 40))
+    _, tm = split_by_group(load_tmalign(root / "scope" / "tmalign-pairs.train.tsv"))
+    pick = np.random.default_rng(1).choice(len(tm), min(200, len(tm)), replace=False)
+    return [("homstrad", homstrad), ("tmalign", [tm[k] for k in sorted(pick)])]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("stems", nargs="+", help="weights stems (STEM.safetensors + STEM.json)")
@@ -25,23 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from homalign.model.data import load_homstrad, load_tmalign, split_by_group
     from homalign.model.decode import mea_align, posterior_matrix
     from homalign.model.train_loop import pair_f1
     from homalign.model.weights import load_model
-    from homalign.paths import shared_data_root
 
     torch.set_num_threads(1)
-    root = shared_data_root()
-    _, homstrad = split_by_group(load_homstrad(root / "homstrad" / "train", 40))
-    _, tm = split_by_group(load_tmalign(root / "scope" / "tmalign-pairs.train.tsv"))
-    pick = np.random.default_rng(1).choice(len(tm), min(200, len(tm)), replace=False)
-    tm = [tm[k] for k in sorted(pick)]
+    sets = heldout_sets()
     for stem in args.stems:
         model, _meta = load_model(stem)
         model.eval()
         out = []
-        for name, pairs in (("homstrad", homstrad), ("tmalign", tm)):
+        for name, pairs in sets:
             twilight = np.array([p.identity < 0.3 for p in pairs])
             f1 = np.array([pair_f1(mea_align(posterior_matrix(*model.score_pair(p.q, p.t),
                                                               args.mode), args.threshold).pairs,

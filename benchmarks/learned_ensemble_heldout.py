@@ -1,0 +1,66 @@
+"""Held-out F1 of ensembles of learned aligners, by mean scores or by mean posteriors (never dev).
+
+    python benchmarks/learned_ensemble_heldout.py A+B A+B+C ... [--average scores|posteriors]
+
+Each argument is a ``+``-joined list of weights stems. ``--average scores`` (default) is what
+``homalign.model.ensemble.EnsembleAligner`` ships: the members' mean S and gap costs, one DP;
+``posteriors`` averages the members' posterior matrices instead (one DP per member). The held-out
+sets, whole pairs, semiglobal posteriors and MEA threshold 0.3 are those of
+``benchmarks/learned_heldout.py``; "all" pools the 477 pairs of both sets. docs/learned.md's
+ensemble table comes from this script (2026-12-01, tenth pass; its exploration rows with
+``--average posteriors``, the bundled ``ens1`` with ``scores``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("ensembles", nargs="+", help="STEM+STEM[+...] (a single STEM is one model)")
+    ap.add_argument("--average", choices=("scores", "posteriors"), default="scores")
+    ap.add_argument("--threshold", type=float, default=0.3)
+    args = ap.parse_args(argv)
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from learned_heldout import heldout_sets
+
+    from homalign.model.decode import mea_align, posterior_matrix
+    from homalign.model.ensemble import EnsembleAligner
+    from homalign.model.train_loop import pair_f1
+    from homalign.model.weights import load_model
+
+    torch.set_num_threads(1)
+    sets = heldout_sets()
+    cache: dict[str, object] = {}
+    for spec in args.ensembles:
+        stems = spec.split("+")
+        members = [cache.setdefault(s, load_model(s)[0].eval()) for s in stems]
+        if len(members) > 1 and args.average == "scores":
+            members = [EnsembleAligner(members)]
+        f1s, tws, out = [], [], []
+        for name, pairs in sets:
+            f1 = []
+            for p in pairs:
+                P = np.mean([posterior_matrix(*m.score_pair(p.q, p.t), "semiglobal")
+                             for m in members], axis=0)
+                f1.append(pair_f1(mea_align(P, args.threshold).pairs, p.pairs))
+            f1a = np.array(f1)
+            tw = np.array([p.identity < 0.3 for p in pairs])
+            f1s.append(f1a)
+            tws.append(tw)
+            out.append(f"{name} {f1a.mean():.4f} / {f1a[tw].mean():.4f}")
+        every, twall = np.concatenate(f1s), np.concatenate(tws)
+        out.append(f"all {every.mean():.4f} / {every[twall].mean():.4f}")
+        print(f"{spec} ({args.average}): " + " | ".join(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
