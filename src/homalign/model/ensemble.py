@@ -60,7 +60,7 @@ class EnsembleAligner(nn.Module):
         self.cfg = first
         self.dims = [m.cfg.dim for m in members]
         # without pair refiners the mean S is one matrix lookup plus one block-diagonal bilinear
-        # form over the concatenated embeddings (the same numbers, a third of the work)
+        # form over the concatenated embeddings (the same numbers, one lookup instead of K)
         m0 = members[0].scorer.matrix
         self._fused = all(m.scorer.refine is None and torch.equal(m.scorer.matrix, m0)
                           for m in members)
