@@ -7,13 +7,12 @@ Public API::
     model, meta = load_bundled()
     S, gaps = model.score_pair(query_codes, target_codes)   # float32 (Lq, Lt) nats, GapCosts
 
-The bundled aligner is an ``EnsembleAligner`` (:mod:`homalign.model.ensemble`): the same
-inference surface, the mean scores of its members.
+The bundled aligner is a ``homalign.model.ensemble.EnsembleAligner``: the same inference
+surface, the mean scores of its members.
 """
 
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
-from homalign.model.ensemble import EnsembleAligner
 from homalign.model.weights import load_bundled, load_model, save_model
 
-__all__ = ["AlignerConfig", "AlignerModel", "EnsembleAligner", "load_bundled", "load_model", "save_model"]
+__all__ = ["AlignerConfig", "AlignerModel", "load_bundled", "load_model", "save_model"]
