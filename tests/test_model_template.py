@@ -115,6 +115,8 @@ def test_learned_template_mode_through_the_api() -> None:
     assert tmpl.extra["template"] is True and "template" not in plain.extra
     assert len(tmpl.pairs) > 0.5 * min(len(q), len(t))
     assert not np.array_equal(tmpl.pairs, plain.pairs) or tmpl.score != plain.score
+    # the homology probability is the ranking weights' (sequence only), the same in both modes
+    assert tmpl.extra["homology_probability"] == plain.extra["homology_probability"] > 0.5
     with pytest.raises(ValueError, match="target_acc needs target_ss"):
         homalign.align(q, t, method="learned", target_acc=acc)
     with pytest.raises(InputError, match=f"{b.id}.*letters for {len(t)} residues"):

@@ -138,20 +138,20 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     from homalign.model.homology import homology_probability, ranking_score
 
     extra: dict[str, Any] = {}
+    search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS
+                        and r.profile is None else None for r in (qrep, trep))
     if target_ss is not None:  # template mode: its own weights, so no prepared embeddings
         from homalign.model.template import parse_template
 
         tokens = parse_template(len(target), target_ss, target_acc, record=target.id)
-        model, meta = _model(TEMPLATE_WEIGHTS)
+        model, _meta = _model(TEMPLATE_WEIGHTS)
         qrep = None
         trep = LearnedRep(target.codes, model.embed(target.codes, tokens), None, TEMPLATE_WEIGHTS)
         extra["template"] = True
     elif target_acc is not None:
         raise ValueError("target_acc needs target_ss (template mode reads both)")
     else:
-        model, meta = _model(ALIGN_WEIGHTS)
-        search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS
-                            and r.profile is None else None for r in (qrep, trep))
+        model, _meta = _model(ALIGN_WEIGHTS)
         if qrep is not None and qrep.weights != ALIGN_WEIGHTS:
             qrep = None
         if trep is not None and trep.weights != ALIGN_WEIGHTS:
@@ -172,20 +172,14 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     else:
         raise ValueError(f"unknown decode {decode!r}; expected 'mea' or 'viterbi'")
     local = float(align_score(S, gaps, mode="local"))
+    # the probability of the score search ranks the pair by (the ranking weights, sequence only)
     smodel, smeta = _model(SEARCH_WEIGHTS)
-    if not extra.get("template") and smeta.get("homology"):  # the probability search ranks by
+    if smeta.get("homology"):
         sq = search_reps[0] or _prepare(query)
         st = search_reps[1] or _prepare(target)
         rank = ranking_score(smodel, smeta, query.codes, sq.embedding, target.codes, st.embedding)
         extra["homology_score"] = rank
         extra["homology_probability"] = homology_probability(smeta["homology"], rank, len(query),
-                                                             len(target))
-    elif meta.get("homology"):
-        rank = local
-        if meta.get("homology_score"):
-            rank = ranking_score(model, meta, query.codes, e_q, target.codes, e_t, (S, gaps))
-            extra["homology_score"] = rank
-        extra["homology_probability"] = homology_probability(meta["homology"], rank, len(query),
                                                              len(target))
     aln = Alignment(query_id=query.id, target_id=target.id, query=query.residues,
                     target=target.residues, pairs=pairs, score=local, method="learned")

@@ -121,27 +121,9 @@ class EnsembleAligner(nn.Module):
         S_np = np.ascontiguousarray(S[0].numpy(), dtype=np.float32)
         return S_np, GapCosts(**gaps.to_numpy(0, lq, lt))
 
-    @torch.no_grad()
-    def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
-                          e_t: Tensor, scores=None, profile_q: np.ndarray | None = None):
-        """(S_h float32 (Lq, Lt), GapCosts): the ensemble's S plus the mean of the members'
-        homology adapters (``S + e_i^T W_k e'_j - shift_k``, averaged over k), with its gaps."""
-        if scores is None:
-            scores = self.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
-        S, gaps = scores
-        S_t = torch.as_tensor(S)[None]
-        S_h = torch.stack([m.homology.substitution(S_t, a, b)[0] for m, a, b in
-                           zip(self.members, self._split(e_q), self._split(e_t), strict=True)])
-        return np.ascontiguousarray(S_h.mean(dim=0).numpy(), dtype=np.float32), gaps
-
-    def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray,
-                   tokens_t: np.ndarray | None = None):
-        """(S float32 (Lq, Lt), GapCosts) of two encoded sequences (no gradient)."""
-        return self.score_embedded(codes_q, self.embed(codes_q), codes_t,
-                                   self.embed(codes_t, tokens_t))
-
-    def n_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+    # the same composition as a single aligner's (embed both, then score)
+    score_pair = AlignerModel.score_pair
+    n_parameters = AlignerModel.n_parameters
 
 
 def join_models(stems: list[str | Path]) -> tuple[EnsembleAligner, dict]:
