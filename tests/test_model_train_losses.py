@@ -1,6 +1,7 @@
 """Alternative training losses of the learned aligner: softmax-margin (the cost-augmented CRF
 likelihood, ``loss.cost_augmented``) and the posterior-marginal loss (``loss.marginal_loss`` on
-``crf.CRFPosterior``, whose backward pass is a finite-difference Hessian-vector product)."""
+``crf.CRFPosterior``, whose backward pass is a finite-difference Hessian-vector product), and the
+expected-count F1 (``loss.expected_f1_loss``), a differentiable F1 of the same posteriors."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from homalign.model import AlignerConfig, AlignerModel
 from homalign.model.crf import _FIELDS, CRFPosterior, crf_log_partition_batch, crf_posterior_batch
 from homalign.model.data import TrainPair, batches
 from homalign.model.decode import posterior_matrix
-from homalign.model.loss import alignment_nll, cost_augmented, marginal_loss
+from homalign.model.loss import alignment_nll, cost_augmented, expected_f1_loss, marginal_loss
 from homalign.model.train_loop import batch_loss
 
 
@@ -144,6 +145,34 @@ def test_marginal_training_raises_the_reference_fates_posteriors() -> None:
     model, batch, _, parts = _toy_training(1, 10, marginal_weight=1.0)
     assert parts["marginal"] > 0
     assert marg(model, batch) < 0.7 * marg(untrained, batch)
+
+
+def test_expected_f1_is_twice_the_reference_mass_over_predicted_plus_reference_count() -> None:
+    P = torch.tensor([[0.9, 0.05, 0.0], [0.1, 0.6, 0.2]], dtype=torch.float64,
+                     requires_grad=True)
+    ref = np.array([[0, 0], [1, 1]])
+    got = expected_f1_loss([P, P.detach()[:1]], [ref, np.zeros((0, 2), dtype=np.int64)])
+    assert abs(float(got[0]) - (1 - 2 * 1.5 / (1.85 + 2))) < 1e-12
+    assert float(got[1]) == 0.0                     # no reference pairs: no loss
+    got[0].backward()
+    # raising a reference pair's posterior lowers the loss; raising any other pair's raises it
+    assert float(P.grad[0, 0]) < 0 and float(P.grad[1, 1]) < 0
+    assert float(P.grad[0, 1]) > 0 and float(P.grad[1, 2]) > 0
+    perfect = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=torch.float64)
+    assert float(expected_f1_loss([perfect], [ref])[0]) == 0.0
+
+
+def test_f1_training_raises_the_expected_f1_of_the_posteriors() -> None:
+    def soft_f1(model, batch) -> float:
+        with torch.no_grad():
+            S, gaps, _, _ = model(batch.q, batch.t)
+        P = crf_posterior_batch(S, gaps, batch.lq, batch.lt, "semiglobal")
+        return 1.0 - float(expected_f1_loss(P, batch.pairs).mean())
+
+    untrained, batch, _, _ = _toy_training(1, 0)
+    model, batch, _, parts = _toy_training(1, 10, f1_weight=1.0)
+    assert parts["soft_f1_loss"] > 0 and parts["marginal"] == 0.0
+    assert 1.0 - soft_f1(model, batch) < 0.2 * (1.0 - soft_f1(untrained, batch))
 
 
 def test_average_models_is_the_parameter_mean_and_refuses_other_configs(tmp_path) -> None:

@@ -80,6 +80,28 @@ def marginal_loss(P: list[Tensor], pairs: list[np.ndarray], floor: float = 1e-3)
     return torch.stack(out)
 
 
+def expected_f1_loss(P: list[Tensor], pairs: list[np.ndarray]) -> Tensor:
+    """Per pair, ``1 -`` the expected-count F1 of the posteriors against the reference pairs:
+    ``2 sum_ref P[i, j] / (sum P + |ref|)``, the soft F1 whose numerator is the expected number
+    of correctly aligned pairs and whose ``sum P`` is the expected number aligned. Shape (B,);
+    0 for a pair without reference pairs.
+
+    The per-pair F1 of the MEA-decoded alignment is what the benchmarks report; this is its
+    smooth surrogate (the "differentiable F1" of the learned-aligner issue). ``P`` are
+    differentiable posteriors (:func:`homalign.model.crf.crf_posterior_batch`).
+    """
+    out = []
+    for Pb, ref in zip(P, pairs, strict=True):
+        if len(ref) == 0:
+            out.append(Pb.sum() * 0.0)
+            continue
+        qi = torch.as_tensor(np.asarray(ref[:, 0], dtype=np.int64))
+        tj = torch.as_tensor(np.asarray(ref[:, 1], dtype=np.int64))
+        tp = Pb[qi, tj].sum()
+        out.append(1.0 - 2.0 * tp / (Pb.sum() + len(ref)))
+    return torch.stack(out)
+
+
 def masked_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     """Mean cross-entropy over positions whose label is >= 0 (0 if there are none)."""
     mask = labels >= 0
@@ -88,4 +110,5 @@ def masked_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     return nn.functional.cross_entropy(logits[mask], labels[mask])
 
 
-__all__ = ["alignment_nll", "cost_augmented", "marginal_loss", "masked_cross_entropy"]
+__all__ = ["alignment_nll", "cost_augmented", "expected_f1_loss", "marginal_loss",
+           "masked_cross_entropy"]

@@ -47,6 +47,7 @@ from homalign.model.encoder import template_tokens
 from homalign.model.loss import (
     alignment_nll,
     cost_augmented,
+    expected_f1_loss,
     marginal_loss,
     masked_cross_entropy,
 )
@@ -93,8 +94,8 @@ def _posteriors(S: torch.Tensor, gaps, lq, lt, mode: str) -> torch.Tensor:
 
 def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "crf",
                teacher: AlignerModel | None = None, distill_weight: float = 0.0,
-               margin: tuple[float, float] = (0.0, 0.0), marginal_weight: float = 0.0
-               ) -> tuple[torch.Tensor, dict]:
+               margin: tuple[float, float] = (0.0, 0.0), marginal_weight: float = 0.0,
+               f1_weight: float = 0.0) -> tuple[torch.Tensor, dict]:
     """Mean per-residue alignment NLL of the batch plus the auxiliary losses (and, with a
     ``teacher``, ``distill_weight`` x a distillation term whose gradient with respect to S is the
     student's minus the teacher's match posteriors, per residue).
@@ -104,16 +105,21 @@ def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "
     reference must win over every other path by its Hamming cost in nats.
     ``marginal_weight`` > 0 adds that weight x the per-residue cross-entropy of the posterior
     marginals that MEA decoding reads (:func:`homalign.model.loss.marginal_loss`; its gradient
-    costs two more CRF passes per pair)."""
+    costs two more CRF passes per pair). ``f1_weight`` > 0 adds that weight x ``1 -`` the
+    expected-count F1 of the same posteriors (:func:`homalign.model.loss.expected_f1_loss`)."""
     S, gaps, e_q, e_t = model(batch.q, batch.t, target_tokens(model, batch))
     S_loss = cost_augmented(S, batch.pairs, batch.lq, batch.lt, *margin)
     nll = alignment_nll(S_loss, gaps, batch.lq, batch.lt, batch.pairs, model.cfg.mode, dp)
     norm = (batch.lq + batch.lt).to(nll.dtype)
     per_res = (nll / norm).mean()
     marg = torch.zeros(())
-    if marginal_weight > 0:
+    soft_f1 = torch.zeros(())
+    if marginal_weight > 0 or f1_weight > 0:
         P = crf_posterior_batch(S, gaps, batch.lq, batch.lt, model.cfg.decode_mode)
-        marg = marginal_loss(P, batch.pairs).mean()
+        if marginal_weight > 0:
+            marg = marginal_loss(P, batch.pairs).mean()
+        if f1_weight > 0:
+            soft_f1 = expected_f1_loss(P, batch.pairs).mean()
     distill = torch.zeros(())
     if teacher is not None and distill_weight > 0:
         with torch.no_grad():
@@ -127,9 +133,10 @@ def batch_loss(model: AlignerModel, batch: Batch, aux_weight: float, dp: str = "
                + masked_cross_entropy(model.ss_logits(e_t), batch.t_ss)
                + masked_cross_entropy(model.acc_logits(e_q), batch.q_acc)
                + masked_cross_entropy(model.acc_logits(e_t), batch.t_acc)) / 4
-    return (per_res + aux_weight * aux + distill_weight * distill + marginal_weight * marg,
+    return (per_res + aux_weight * aux + distill_weight * distill + marginal_weight * marg
+            + f1_weight * soft_f1,
             {"nll": float(per_res.detach()), "aux": float(aux.detach()),
-             "marginal": float(marg.detach())})
+             "marginal": float(marg.detach()), "soft_f1_loss": float(soft_f1.detach())})
 
 
 def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells: int,
@@ -274,6 +281,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--marginal-weight", type=float, default=0.0, metavar="W",
                     help="add W x the cross-entropy of the per-residue posterior marginals (what "
                          "MEA decoding reads) to the path likelihood; ~3x the CRF cost per step")
+    ap.add_argument("--f1-weight", type=float, default=0.0, metavar="W",
+                    help="add W x (1 - the expected-count F1 of the posteriors against the "
+                         "reference), a differentiable F1; shares the marginal loss's posteriors")
     ap.add_argument("--scop", type=Path,
                     default=DATA / "scope" / "astral-2.07-40.trainval.fa")
     ap.add_argument("--config", type=str, default="{}",
@@ -427,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
                 loss, parts = torch.zeros(()), {"nll": math.nan, "aux": math.nan}
             else:
                 loss, parts = batch_loss(model, batch, args.aux_weight, args.dp, teacher,
-                                         args.distill_weight, margin, args.marginal_weight)
+                                         args.distill_weight, margin, args.marginal_weight,
+                                         args.f1_weight)
             if scop_train is not None:
                 hrng = np.random.default_rng([args.seed, 99, state["step"]])
                 q, t, lq, lt, same = sample_batch(scop_train, args.homology_batch, hrng,
@@ -447,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
                 emit({"event": "train", "step": state["step"], "epoch": state["epoch"],
                       "nll": float(np.mean(running)), "aux": parts["aux"],
                       "marginal": parts.get("marginal", math.nan),
+                      "soft_f1_loss": parts.get("soft_f1_loss", math.nan),
                       "hom": parts.get("hom", math.nan),
                       **{f"hom_{k}": v for k, v in head.to_dict().items()},
                       "s_per_step": (time.time() - t_last) / 25,
