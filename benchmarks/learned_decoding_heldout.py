@@ -49,6 +49,10 @@ class Variant:
             kw[key] = float(value)
         return cls(tuple(modes.split("+")), float(thr), **kw)
 
+    @property
+    def label(self) -> str:
+        return f"{'+'.join(self.modes)}@{self.threshold:g} gap x{self.gap:g} shift {self.shift:+g}"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -58,36 +62,28 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from learned_heldout import heldout_sets
+    from learned_heldout import heldout_report, heldout_sets
 
     from homalign.dp import GapCosts
     from homalign.model.decode import mea_align, posterior_matrix
-    from homalign.model.train_loop import pair_f1
     from homalign.model.weights import load_model
 
     torch.set_num_threads(1)
     model = load_model(args.stem)[0].eval()
-    f1: dict[Variant, list[float]] = {v: [] for v in args.variants}
-    names, twilight = [], []
-    for name, pairs in heldout_sets():
-        for p in pairs:
-            S, gaps = model.score_pair(p.q, p.t)
-            cache: dict[tuple, np.ndarray] = {}
-            for v in args.variants:
-                G = GapCosts(**{f.name: getattr(gaps, f.name) * v.gap for f in fields(GapCosts)})
-                Ps = [cache.setdefault((m, v.gap, v.shift), posterior_matrix(S + v.shift, G, m))
-                      for m in v.modes]
-                f1[v].append(pair_f1(mea_align(np.mean(Ps, axis=0), v.threshold).pairs, p.pairs))
-            names.append(name)
-            twilight.append(p.identity < 0.3)
-    sets, tw = np.array(names), np.array(twilight)
-    for v, vals in f1.items():
-        a = np.array(vals)
-        cols = [f"{s} {a[sets == s].mean():.4f} / {a[(sets == s) & tw].mean():.4f}"
-                for s in ("homstrad", "tmalign")]
-        label = f"{'+'.join(v.modes)}@{v.threshold:g} gap x{v.gap:g} shift {v.shift:+g}"
-        print(f"{label}: {' | '.join(cols)} | all {a.mean():.4f} / {a[tw].mean():.4f}",
-              flush=True)
+
+    def predict(p) -> dict[str, np.ndarray]:
+        S, gaps = model.score_pair(p.q, p.t)
+        cache: dict[tuple, np.ndarray] = {}   # posteriors shared by variants on this pair
+        out = {}
+        for v in args.variants:
+            G = GapCosts(**{f.name: getattr(gaps, f.name) * v.gap for f in fields(GapCosts)})
+            Ps = [cache.setdefault((m, v.gap, v.shift), posterior_matrix(S + v.shift, G, m))
+                  for m in v.modes]
+            out[v.label] = mea_align(np.mean(Ps, axis=0), v.threshold).pairs
+        return out
+
+    for label, line in heldout_report(heldout_sets(), predict).items():
+        print(f"{label}: {line}", flush=True)
     return 0
 
 

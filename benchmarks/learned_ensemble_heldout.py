@@ -29,36 +29,26 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from learned_heldout import heldout_sets
+    from learned_heldout import heldout_report, heldout_sets
 
     from homalign.model.decode import mea_align, posterior_matrix
     from homalign.model.ensemble import EnsembleAligner
-    from homalign.model.train_loop import pair_f1
     from homalign.model.weights import load_model
 
     torch.set_num_threads(1)
     sets = heldout_sets()
     cache: dict[str, object] = {}
     for spec in args.ensembles:
-        stems = spec.split("+")
-        members = [cache.setdefault(s, load_model(s)[0].eval()) for s in stems]
+        members = [cache.setdefault(s, load_model(s)[0].eval()) for s in spec.split("+")]
         if len(members) > 1 and args.average == "scores":
             members = [EnsembleAligner(members)]
-        f1s, tws, out = [], [], []
-        for name, pairs in sets:
-            f1 = []
-            for p in pairs:
-                P = np.mean([posterior_matrix(*m.score_pair(p.q, p.t), "semiglobal")
-                             for m in members], axis=0)
-                f1.append(pair_f1(mea_align(P, args.threshold).pairs, p.pairs))
-            f1a = np.array(f1)
-            tw = np.array([p.identity < 0.3 for p in pairs])
-            f1s.append(f1a)
-            tws.append(tw)
-            out.append(f"{name} {f1a.mean():.4f} / {f1a[tw].mean():.4f}")
-        every, twall = np.concatenate(f1s), np.concatenate(tws)
-        out.append(f"all {every.mean():.4f} / {every[twall].mean():.4f}")
-        print(f"{spec} ({args.average}): " + " | ".join(out), flush=True)
+
+        def predict(p, members=members, spec=spec):
+            P = np.mean([posterior_matrix(*m.score_pair(p.q, p.t), "semiglobal")
+                         for m in members], axis=0)
+            return {spec: mea_align(P, args.threshold).pairs}
+
+        print(f"{spec} ({args.average}): {heldout_report(sets, predict)[spec]}", flush=True)
     return 0
 
 
