@@ -130,6 +130,61 @@ def load_tmalign(tsv: str | Path) -> list[TrainPair]:
     return out
 
 
+def compose_pairs(pairs: list[TrainPair], min_coverage: float = 0.5, max_pairs: int | None = None,
+                  seed: int = 0) -> list[TrainPair]:
+    """Transitive training pairs: A-C aligned through a shared domain B of two pairs A-B, B-C.
+
+    Each input pair's name must be ``"<A>-<B>"`` (as :func:`load_tmalign` writes it). Residue
+    ``i`` of A and ``k`` of C are paired when both are aligned to the same residue of B; two
+    monotone alignments compose to a monotone one, so the result is a valid alignment path (a
+    subset of what aligning A and C directly would give). A composed pair is kept when it pairs at
+    least ``min_coverage`` x the shorter sequence, A and C are not already a pair of ``pairs``,
+    and (``group``) A and C's pairs share their group; at most ``max_pairs`` of them, drawn with
+    ``seed``. Source ``"transitive"``; the group is A's pair's (its SCOP fold), so a validation
+    split by group stays disjoint as long as ``pairs`` is the training side of that split.
+    """
+    seqs: dict[str, np.ndarray] = {}
+    edges: dict[str, list[tuple[str, np.ndarray, str]]] = {}
+    direct: set[frozenset[str]] = set()
+    for p in pairs:
+        a, sep, b = p.name.partition("-")
+        if not sep or not a or not b:
+            raise ValueError(f"pair name {p.name!r} is not '<A>-<B>'")
+        seqs[a], seqs[b] = p.q, p.t
+        direct.add(frozenset((a, b)))
+        # map: B residue -> A residue (-1 if unaligned), and the reverse
+        to_a = np.full(len(p.t), -1, dtype=np.int64)
+        to_a[p.pairs[:, 1]] = p.pairs[:, 0]
+        to_b = np.full(len(p.q), -1, dtype=np.int64)
+        to_b[p.pairs[:, 0]] = p.pairs[:, 1]
+        edges.setdefault(b, []).append((a, to_a, p.group))
+        edges.setdefault(a, []).append((b, to_b, p.group))
+    out: dict[frozenset[str], TrainPair] = {}
+    for mid in sorted(edges):
+        nbrs = edges[mid]
+        for x in range(len(nbrs)):
+            for y in range(x + 1, len(nbrs)):
+                (a, map_a, ga), (c, map_c, gc) = nbrs[x], nbrs[y]
+                key = frozenset((a, c))
+                if a == c or ga != gc or key in direct or key in out:
+                    continue
+                both = (map_a >= 0) & (map_c >= 0)
+                n = int(both.sum())
+                qa, qc = seqs[a], seqs[c]
+                if n < 2 or n < min_coverage * min(len(qa), len(qc)):
+                    continue
+                aligned = np.stack([map_a[both], map_c[both]], axis=1).astype(np.int32)
+                none_a = np.full(len(qa), -1, dtype=np.int64)
+                none_c = np.full(len(qc), -1, dtype=np.int64)
+                out[key] = TrainPair(f"{a}-{c}", ga, "transitive", qa, qc, aligned,
+                                     none_a, none_c, none_a, none_c)
+    result = [out[k] for k in sorted(out, key=lambda k: out[k].name)]
+    if max_pairs is not None and len(result) > max_pairs:
+        keep = np.random.default_rng(seed).choice(len(result), size=max_pairs, replace=False)
+        result = [result[k] for k in sorted(keep)]
+    return result
+
+
 def split_by_group(pairs: list[TrainPair], val_fraction: float = 0.08
                    ) -> tuple[list[TrainPair], list[TrainPair]]:
     """Deterministic train/validation split that keeps each group (family, fold) on one side."""

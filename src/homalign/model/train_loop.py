@@ -38,6 +38,7 @@ from homalign.model.data import (
     Batch,
     TrainPair,
     batches,
+    compose_pairs,
     load_homstrad,
     load_tmalign,
     split_by_group,
@@ -237,6 +238,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-identity", type=float, default=None, metavar="X",
                     help="train only on pairs whose reference identity is below X (validation "
                          "keeps every pair), e.g. to fine-tune on remote homologs")
+    ap.add_argument("--transitive", type=int, default=0, metavar="N",
+                    help="add up to N transitive TM-align pairs (A-C aligned through a domain B "
+                         "of two training pairs A-B, B-C; data.compose_pairs), made from the "
+                         "training side of the split only")
+    ap.add_argument("--transitive-coverage", type=float, default=0.5, metavar="X",
+                    help="keep a transitive pair only if it pairs >= X of the shorter sequence")
     ap.add_argument("--mutate", type=float, default=0.0, metavar="RATE",
                     help="augmentation: redraw each training residue with this probability from "
                          "BLOSUM62's substitution probabilities")
@@ -328,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_tmalign:
         data += load_tmalign(args.tmalign)
     train, val = split_by_group(data)
+    if args.transitive > 0:
+        train += compose_pairs([p for p in train if p.source == "tmalign"],
+                               args.transitive_coverage, args.transitive, seed=args.seed)
     if args.max_identity is not None:
         train = [p for p in train if p.identity < args.max_identity]
     vrng = np.random.default_rng(1)
