@@ -68,3 +68,23 @@ def test_training_side_composition_never_reaches_the_validation_groups():
     composed = compose_pairs(train, min_coverage=0.0)
     assert len(composed) == len(train) // 2
     assert not {p.group for p in composed} & val_groups
+
+
+def test_several_middles_vote_and_support_filters():
+    ident = [(i, i) for i in range(10)]
+    pairs = [_pair("A-B1", 10, 10, ident), _pair("B1-C", 10, 10, ident),
+             _pair("A-B2", 10, 10, ident), _pair("B2-C", 10, 10, ident),
+             _pair("A-B3", 10, 10, ident), _pair("B3-C", 10, 10, [(i, i + 1) for i in range(9)])]
+    by_name = {p.name: p for p in compose_pairs(pairs, min_coverage=0.0, support=0.5)}
+    # B3 disagrees: A's i -> C's i + 1; two middles out-vote it (A-C also gets A-B3-C's votes)
+    np.testing.assert_array_equal(by_name["A-C"].pairs, ident)
+    assert "A-C" not in {p.name for p in compose_pairs(pairs, min_coverage=0.0, support=1.0)}
+    assert "A-C" not in {p.name for p in compose_pairs(pairs, min_coverage=0.0, min_middles=4)}
+
+
+def test_votes_that_cross_are_reduced_to_a_valid_path():
+    from homalign.model.data import _increasing_subset
+
+    votes = np.array([[0, 0], [1, 5], [2, 2], [3, 3], [4, 1], [5, 6]])
+    np.testing.assert_array_equal(_increasing_subset(votes), [[0, 0], [2, 2], [3, 3], [5, 6]])
+    assert len(_increasing_subset(votes[:0])) == 0

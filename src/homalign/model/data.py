@@ -130,18 +130,50 @@ def load_tmalign(tsv: str | Path) -> list[TrainPair]:
     return out
 
 
-def compose_pairs(pairs: list[TrainPair], min_coverage: float = 0.5, max_pairs: int | None = None,
-                  seed: int = 0) -> list[TrainPair]:
-    """Transitive training pairs: A-C aligned through a shared domain B of two pairs A-B, B-C.
+def _increasing_subset(pairs: np.ndarray) -> np.ndarray:
+    """The longest subset of ``pairs`` (sorted by the first column, which is unique) whose
+    second column strictly increases too: a valid alignment path."""
+    from bisect import bisect_left
 
-    Each input pair's name must be ``"<A>-<B>"`` (as :func:`load_tmalign` writes it). Residue
-    ``i`` of A and ``k`` of C are paired when both are aligned to the same residue of B; two
-    monotone alignments compose to a monotone one, so the result is a valid alignment path (a
-    subset of what aligning A and C directly would give). A composed pair is kept when it pairs at
-    least ``min_coverage`` x the shorter sequence, A and C are not already a pair of ``pairs``,
-    and (``group``) A and C's pairs share their group; at most ``max_pairs`` of them, drawn with
-    ``seed``. Source ``"transitive"``; the group is A's pair's (its SCOP fold), so a validation
-    split by group stays disjoint as long as ``pairs`` is the training side of that split.
+    tails: list[int] = []  # tails[k] = smallest end value of an increasing run of length k + 1
+    tail_at: list[int] = []
+    prev = np.full(len(pairs), -1, dtype=np.int64)
+    for n, j in enumerate(pairs[:, 1].tolist()):
+        k = bisect_left(tails, j)
+        if k == len(tails):
+            tails.append(j)
+            tail_at.append(n)
+        else:
+            tails[k] = j
+            tail_at[k] = n
+        prev[n] = tail_at[k - 1] if k > 0 else -1
+    keep = []
+    n = tail_at[-1] if tail_at else -1
+    while n >= 0:
+        keep.append(n)
+        n = int(prev[n])
+    return pairs[np.asarray(keep[::-1], dtype=np.int64)] if keep else pairs[:0]
+
+
+def compose_pairs(pairs: list[TrainPair], min_coverage: float = 0.5, max_pairs: int | None = None,
+                  seed: int = 0, support: float = 0.0, min_middles: int = 1) -> list[TrainPair]:
+    """Transitive training pairs: A-C aligned through the domains B of pairs A-B, B-C.
+
+    Each input pair's name must be ``"<A>-<B>"`` (as :func:`load_tmalign` writes it). A middle
+    domain B votes for residue pair (i, k) when A's i and C's k are both aligned to the same
+    residue of B. With one middle this is plain composition of two monotone alignments (a valid
+    path, a subset of what aligning A and C directly would give); with several, residue i of A
+    keeps the residue of C most middles vote for if at least ``max(1, ceil(support x n))`` of the
+    ``n`` middles do, and the longest strictly increasing subset of those pairs is the alignment.
+    On the TM-align train pairs, against the direct TM-align alignment of pairs that have one,
+    one middle gives precision 0.83 / recall 0.79, three or more with ``support`` 0.5 about
+    0.89 / 0.89 (docs/learned.md).
+
+    A composed pair is kept when A and C are not already a pair of ``pairs``, A's and C's pairs
+    with the middles share their group, at least ``min_middles`` middles link them, and it pairs
+    at least ``min_coverage`` x the shorter sequence; at most ``max_pairs`` of them, drawn with
+    ``seed``. Source ``"transitive"``; the group is the input pairs' (the SCOP fold), so a
+    validation split by group stays disjoint when ``pairs`` is the training side of that split.
     """
     seqs: dict[str, np.ndarray] = {}
     edges: dict[str, list[tuple[str, np.ndarray, str]]] = {}
@@ -159,30 +191,50 @@ def compose_pairs(pairs: list[TrainPair], min_coverage: float = 0.5, max_pairs: 
         to_b[p.pairs[:, 0]] = p.pairs[:, 1]
         edges.setdefault(b, []).append((a, to_a, p.group))
         edges.setdefault(a, []).append((b, to_b, p.group))
-    out: dict[frozenset[str], TrainPair] = {}
+    # votes[(A, C)] = one (i, k) pair array per middle, A < C by name
+    votes: dict[tuple[str, str], list[np.ndarray]] = {}
+    group: dict[tuple[str, str], str] = {}
     for mid in sorted(edges):
-        nbrs = edges[mid]
+        nbrs = sorted(edges[mid], key=lambda e: e[0])
         for x in range(len(nbrs)):
             for y in range(x + 1, len(nbrs)):
                 (a, map_a, ga), (c, map_c, gc) = nbrs[x], nbrs[y]
-                key = frozenset((a, c))
-                if a == c or ga != gc or key in direct or key in out:
+                if a == c or ga != gc or frozenset((a, c)) in direct:
                     continue
                 both = (map_a >= 0) & (map_c >= 0)
-                n = int(both.sum())
-                qa, qc = seqs[a], seqs[c]
-                if n < 2 or n < min_coverage * min(len(qa), len(qc)):
-                    continue
-                aligned = np.stack([map_a[both], map_c[both]], axis=1).astype(np.int32)
-                none_a = np.full(len(qa), -1, dtype=np.int64)
-                none_c = np.full(len(qc), -1, dtype=np.int64)
-                out[key] = TrainPair(f"{a}-{c}", ga, "transitive", qa, qc, aligned,
-                                     none_a, none_c, none_a, none_c)
-    result = [out[k] for k in sorted(out, key=lambda k: out[k].name)]
-    if max_pairs is not None and len(result) > max_pairs:
-        keep = np.random.default_rng(seed).choice(len(result), size=max_pairs, replace=False)
-        result = [result[k] for k in sorted(keep)]
-    return result
+                votes.setdefault((a, c), []).append(
+                    np.stack([map_a[both], map_c[both]], axis=1).astype(np.int64))
+                group[(a, c)] = ga
+    out = []
+    for (a, c) in sorted(votes):
+        ballots = votes[(a, c)]
+        n_mid = len(ballots)
+        if n_mid < min_middles:
+            continue
+        qa, qc = seqs[a], seqs[c]
+        allv = np.concatenate(ballots)
+        if len(allv) == 0:
+            continue
+        codes, counts = np.unique(allv[:, 0] * len(qc) + allv[:, 1], return_counts=True)
+        need = max(1, int(np.ceil(support * n_mid - 1e-9)))
+        i, k = codes // len(qc), codes % len(qc)
+        # per residue of A, the most-voted residue of C (ties: the first)
+        order = np.lexsort((-counts, i))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = i[order][1:] != i[order][:-1]
+        best = order[first]
+        best = best[counts[best] >= need]
+        aligned = _increasing_subset(np.stack([i[best], k[best]], axis=1))
+        if len(aligned) < 2 or len(aligned) < min_coverage * min(len(qa), len(qc)):
+            continue
+        none_a = np.full(len(qa), -1, dtype=np.int64)
+        none_c = np.full(len(qc), -1, dtype=np.int64)
+        out.append(TrainPair(f"{a}-{c}", group[(a, c)], "transitive", qa, qc,
+                             aligned.astype(np.int32), none_a, none_c, none_a, none_c))
+    if max_pairs is not None and len(out) > max_pairs:
+        keep = np.random.default_rng(seed).choice(len(out), size=max_pairs, replace=False)
+        out = [out[k] for k in sorted(keep)]
+    return out
 
 
 def split_by_group(pairs: list[TrainPair], val_fraction: float = 0.08

@@ -244,6 +244,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "training side of the split only")
     ap.add_argument("--transitive-coverage", type=float, default=0.5, metavar="X",
                     help="keep a transitive pair only if it pairs >= X of the shorter sequence")
+    ap.add_argument("--transitive-support", type=float, default=0.0, metavar="S",
+                    help="keep a composed residue pair only if >= S of the middles vote for it")
+    ap.add_argument("--transitive-middles", type=int, default=1, metavar="M",
+                    help="keep a transitive pair only if >= M middle domains link it")
     ap.add_argument("--mutate", type=float, default=0.0, metavar="RATE",
                     help="augmentation: redraw each training residue with this probability from "
                          "BLOSUM62's substitution probabilities")
@@ -337,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     train, val = split_by_group(data)
     if args.transitive > 0:
         train += compose_pairs([p for p in train if p.source == "tmalign"],
-                               args.transitive_coverage, args.transitive, seed=args.seed)
+                               args.transitive_coverage, args.transitive, seed=args.seed,
+                               support=args.transitive_support,
+                               min_middles=args.transitive_middles)
     if args.max_identity is not None:
         train = [p for p in train if p.identity < args.max_identity]
     vrng = np.random.default_rng(1)
