@@ -96,13 +96,13 @@ def bench_iterative(iterations: int, query_id: str | None) -> None:
 def _one_msa(args: tuple) -> tuple[str, int, float]:
     from homalign.profile.sources import a3m_path, read_msa_file
 
-    seq, iterations = args
+    seq, iterations, db = args
     t0 = time.perf_counter()
-    path = a3m_path(seq, msa=f"iterative:{iterations}", db=DB)
+    path = a3m_path(seq, msa=f"iterative:{iterations}", db=db)
     return seq.id, len(read_msa_file(path).rows), time.perf_counter() - t0
 
 
-def build_msas(data: str, iterations: int, jobs: int) -> None:
+def build_msas(data: str, iterations: int, jobs: int, db: str = DB) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     from homalign.evaluate.reference import load_reference_pairs
@@ -111,7 +111,7 @@ def build_msas(data: str, iterations: int, jobs: int) -> None:
     for ref in load_reference_pairs(data):
         for s in (ref.query, ref.target):
             seen.setdefault(s.residues, s)
-    work = [(s, iterations) for s in seen.values()]
+    work = [(s, iterations, db) for s in seen.values()]
     print(f"{len(work)} sequences, {iterations} iterations each", flush=True)
     t0 = time.perf_counter()
     with ProcessPoolExecutor(jobs) as pool:
@@ -126,23 +126,24 @@ def _compare_one(args: tuple) -> tuple[str, list, float]:
     from homalign.methods.peers import hhalign_align
     from homalign.profile.sources import a3m_path
 
-    method, refs, msa = args
+    method, refs, msa, db = args
     rows = []
     t0 = time.perf_counter()
     for r in refs:
         if method == "hhalign":
-            opts = {"msa": msa, "db": DB}
+            opts = {"msa": msa, "db": db}
             qa = a3m_path(r.query, **opts) if msa != "single" else None
             ta = a3m_path(r.target, **opts) if msa != "single" else None
             aln = hhalign_align(r.query, r.target, query_a3m=qa, target_a3m=ta)
         else:
-            aln = homalign.align(r.query, r.target, method=method, msa=msa, db=DB)
+            aln = homalign.align(r.query, r.target, method=method, msa=msa, db=db)
         rows.append(score_pair(aln.pairs, r.pairs, len(r.query), len(r.target),
                                ref_identity=r.identity))
     return method, rows, (time.perf_counter() - t0) / max(len(refs), 1)
 
 
-def compare(data: str, msa: str, methods: list[str], jobs: int, max_pairs: int | None) -> None:
+def compare(data: str, msa: str, methods: list[str], jobs: int, max_pairs: int | None,
+            db: str = DB) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     from homalign.evaluate.alignment_benchmark import select_pairs
@@ -150,11 +151,11 @@ def compare(data: str, msa: str, methods: list[str], jobs: int, max_pairs: int |
     from homalign.evaluate.reference import load_reference_pairs
 
     refs = select_pairs(load_reference_pairs(data), max_pairs)
-    print(f"{len(refs)} pairs from {data}, msa={msa}\n")
+    print(f"{len(refs)} pairs from {data}, msa={msa}, db={db}\n")
     print("| method | msa | F1 | S_dev | S_mod | twilight F1 | twilight S_dev | s/pair |")
     print("|---|---|---|---|---|---|---|---|")
     with ProcessPoolExecutor(jobs) as pool:
-        for method, rows, dt in pool.map(_compare_one, [(m, refs, msa) for m in methods]):
+        for method, rows, dt in pool.map(_compare_one, [(m, refs, msa, db) for m in methods]):
             s = summarise(rows)
             print(f"| {method} | {msa} | {s['F1']:.4f} | {s['S_dev']:.4f} | {s['S_mod']:.4f} | "
                   f"{s['twilight_F1']:.4f} ({s['twilight_pairs']}) | {s['twilight_S_dev']:.4f} | "
@@ -174,19 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     ms.add_argument("--data", default="/work/shared/data/homstrad/dev")
     ms.add_argument("--iterations", type=int, default=3)
     ms.add_argument("--jobs", type=int, default=1)
+    ms.add_argument("--db", default=DB, help="sequence database of the MSAs (FASTA)")
     cp = sub.add_parser("compare")
     cp.add_argument("--data", default="/work/shared/data/homstrad/dev")
     cp.add_argument("--msa", default="single")
     cp.add_argument("--methods", default="sw,pssm,compass,prof-sim,hhm,hhm-mac,hmm,hhalign")
     cp.add_argument("--jobs", type=int, default=1)
     cp.add_argument("--max-pairs", type=int, default=None)
+    cp.add_argument("--db", default=DB, help="sequence database of the iterative MSAs (FASTA)")
     args = ap.parse_args(argv)
     if args.what == "pairs":
         bench_pairs(args.pairs, args.msa)
     elif args.what == "compare":
-        compare(args.data, args.msa, args.methods.split(","), args.jobs, args.max_pairs)
+        compare(args.data, args.msa, args.methods.split(","), args.jobs, args.max_pairs, args.db)
     elif args.what == "msas":
-        build_msas(args.data, args.iterations, args.jobs)
+        build_msas(args.data, args.iterations, args.jobs, args.db)
     else:
         bench_iterative(args.iterations, args.query)
     return 0

@@ -16,6 +16,10 @@ Methods (all on the HOMSTRAD dev reference pairs, every member pair of every fam
   ``learned_template``): the target's secondary structure and accessibility from the family's
   ``.tem`` file are model input, as HHpred reads a template's DSSP. Not sequence-only: reported
   separately.
+* ``learned-homologs`` (only with ``--homologs DB``): ``learned`` with consistency through both
+  sequences' homologues in the sequence database DB (``homalign.align(method="learned",
+  homologs=DB)``: :mod:`homalign.model.consistency`). Sequences are still the only input about the
+  two proteins, but the database is extra input: reported separately.
 
 Scores from :mod:`homalign.evaluate.metrics` (mean over pairs; twilight = reference identity
 < 30%). Speed: ``learned`` end to end (encode both, score, posteriors, MEA) on random pairs of
@@ -42,7 +46,7 @@ DEV = shared_data_root() / "homstrad" / "dev"
 ALL = ("nw", "sw", "crf0", "learned", "learned-viterbi", "learned-template")
 
 
-def _aligner(name: str, model):
+def _aligner(name: str, model, homologs=None):
     from homalign.dp import GapCosts, align
     from homalign.matrices import score_matrix
     from homalign.model.decode import mea_align, posterior_matrix
@@ -58,6 +62,26 @@ def _aligner(name: str, model):
         def run(q, t):
             S, gaps = model.score_pair(q, t)
             return align(S, gaps, mode=model.cfg.decode_mode).pairs
+        return run
+
+    if name == "learned-homologs":
+        from homalign.methods.learned import find_homologs
+        from homalign.model.consistency import CONSISTENCY_THRESHOLD, consistency_transform
+        from homalign.sequence import Sequence
+
+        mode = model.cfg.decode_mode
+
+        def post(a, b):
+            return posterior_matrix(*model.score_pair(a.codes, b.codes), mode=mode)
+
+        def run(q, t):
+            x, y = Sequence("x", q), Sequence("y", t)
+            inter: list[Sequence] = []
+            for z in find_homologs(x, homologs) + find_homologs(y, homologs):
+                if all(z.residues != w.residues for w in inter):
+                    inter.append(z)
+            P = consistency_transform(post(x, y), [(post(x, z), post(z, y)) for z in inter])
+            return mea_align(P, CONSISTENCY_THRESHOLD).pairs
         return run
 
     def run(q, t, tokens=None):
@@ -82,7 +106,7 @@ def _target_tokens(data: Path):
 
 
 def evaluate(methods: list[str], weights: str | None, data: Path, limit: int | None,
-             template_weights: str | None = None) -> dict:
+             template_weights: str | None = None, homologs=None) -> dict:
     from homalign.evaluate.metrics import score_pair, summarise
     from homalign.evaluate.reference import load_reference_pairs
     from homalign.model import AlignerModel, load_bundled, load_model
@@ -102,8 +126,11 @@ def evaluate(methods: list[str], weights: str | None, data: Path, limit: int | N
             run, tok = _aligner(name, model), _target_tokens(data)
             aligned = [run(r.query.codes, r.target.codes, tok(r)) for r in refs]
         else:
-            run = _aligner(name, model)
-            aligned = [run(r.query.codes, r.target.codes) for r in refs]
+            run = _aligner(name, model, homologs)
+            if name == "learned-homologs":
+                aligned = [run(r.query.residues, r.target.residues) for r in refs]
+            else:
+                aligned = [run(r.query.codes, r.target.codes) for r in refs]
         rows = [score_pair(a, r.pairs, len(r.query), len(r.target), ref_identity=r.identity)
                 for a, r in zip(aligned, refs, strict=True)]
         out[name] = {**summarise(rows), "seconds": time.time() - t0}
@@ -157,8 +184,9 @@ def write_markdown(path: Path, res: dict, pps: tuple[float, float] | None, comma
     lines += ["", "nw/sw: BLOSUM62 11/1 exact DP; crf0: untrained CRF (BLOSUM62 11/1 in nats) + "
               "posterior MEA decoding; learned: trained model + MEA; learned-viterbi: best path of "
               "the trained scores; learned-template: template mode (the target's `.tem` secondary "
-              "structure and accessibility are input; not sequence-only). Twilight: reference "
-              "identity < 30%."]
+              "structure and accessibility are input; not sequence-only); learned-homologs: learned "
+              "with consistency through database homologues (the database is extra input). "
+              "Twilight: reference identity < 30%."]
     if pps is not None:
         lines += ["", f"Speed of `homalign.align(..., method=\"learned\")` at L = 300, one thread, "
                   f"after warm-up: {pps[0]:.1f} pairs/s by wall time on the shared machine, "
@@ -177,13 +205,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--homologs", default=None, metavar="DB",
+                    help="sequence database (FASTA or makedb dir) for learned-homologs, which is "
+                         "then added to --methods")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     methods = [m for m in args.methods.split(",") if m]
-    unknown = set(methods) - set(ALL)
+    homologs = None
+    if args.homologs:
+        from homalign.search import open_database
+
+        homologs = open_database(args.homologs)
+        if "learned-homologs" not in methods:
+            methods.append("learned-homologs")
+    elif "learned-homologs" in methods:
+        ap.error("learned-homologs needs --homologs DB")
+    unknown = set(methods) - set(ALL) - {"learned-homologs"}
     if unknown:
         ap.error(f"unknown methods {sorted(unknown)}")
-    res = evaluate(methods, args.weights, args.data, args.limit, args.template_weights)
+    res = evaluate(methods, args.weights, args.data, args.limit, args.template_weights, homologs)
     pps = None if args.no_speed else speed(args.weights)
     if pps is not None:
         print(f"speed: {pps[0]:.1f} pairs/s (wall), {pps[1]:.1f} pairs/s (CPU time) at L=300")

@@ -34,6 +34,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--template", default=None, metavar="TEM",
                    help="template mode of --method learned: a JOY/HOMSTRAD .tem file with every "
                         "target's secondary structure and accessibility (by record id)")
+    p.add_argument("--homologs", default=None, metavar="DB",
+                   help="--method learned: sharpen each pair's posteriors through both "
+                        "sequences' homologues in this sequence database (FASTA or makedb "
+                        "directory; intermediate-sequence consistency, ProbCons-style)")
+    p.add_argument("--max-homologs", type=int, default=None, metavar="K",
+                   help="with --homologs: intermediates per sequence (default 4)")
     p.add_argument("-o", "--out", default="-", help="output file (default: stdout)")
     return p
 
@@ -65,6 +71,19 @@ def run(args: argparse.Namespace) -> int:
         options["msa"] = args.msa
     if args.db is not None:
         options["db"] = args.db
+    if args.homologs is not None or args.max_homologs is not None:
+        from homalign.errors import InputError
+
+        if args.method != "learned":
+            raise InputError(f"--homologs is read by --method learned only, not {args.method!r}",
+                             path=args.homologs)
+        if args.homologs is None:
+            raise InputError("--max-homologs needs --homologs DB")
+        from homalign.search import open_database
+
+        options["homologs"] = open_database(args.homologs)
+        if args.max_homologs is not None:
+            options["max_homologs"] = args.max_homologs
     per_target = [{} for _ in targets]
     if args.template is not None:
         per_target = _template_options(args.template, targets, args.method)

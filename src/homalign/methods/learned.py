@@ -8,8 +8,12 @@ Options: ``threshold`` (MEA threshold, default from the bundled config), ``decod
 "viterbi": the exact best path of the learned scores), ``mode`` (the path model of the posteriors,
 default the config's ``decode_mode``), ``target_ss`` / ``target_acc`` (template mode: the target's
 known secondary structure and accessibility, one letter per residue, read by the bundled
-template-mode weights ``learned_template``; see :mod:`homalign.model.template`). Other options
-(``matrix``, ``gap_open``...) are accepted and ignored.
+template-mode weights ``learned_template``; see :mod:`homalign.model.template`), ``homologs``
+(a sequence database, FASTA or ``homalign makedb`` directory: each sequence's ``max_homologs``
+best Smith-Waterman hits below ``homolog_evalue`` become intermediates of the consistency
+transformation of :mod:`homalign.model.consistency`, and MEA reads the result at
+``CONSISTENCY_THRESHOLD`` unless ``threshold`` is given; the sequences still are the only input
+about the two proteins). Other options (``matrix``, ``gap_open``...) are accepted and ignored.
 
 Two bundled weight sets, one per job: ``learned`` aligns (``align``, and the tracebacks of search
 hits), ``learned_search`` ranks (``prepare``/``score``/``null_params``: the aligner the search
@@ -117,18 +121,73 @@ def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
     return LearnedRep(query.codes, prof.embedding, prof.residues, query.weights)
 
 
+#: intermediates per sequence, E-value cut and flank (residues kept either side of a hit's
+#: aligned region) of the ``homologs`` option (chosen on held-out train pairs, docs/learned.md)
+MAX_HOMOLOGS = 4
+HOMOLOG_EVALUE = 1e-3
+HOMOLOG_FLANK = 30
+_HOMOLOG_CACHE: dict[tuple, list[Sequence]] = {}
+_DB_CACHE: dict[str, Any] = {}
+
+
+def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
+                  evalue: float = HOMOLOG_EVALUE, flank: int = HOMOLOG_FLANK) -> list[Sequence]:
+    """The regions of ``seq``'s best Smith-Waterman/BLOSUM62 hits in ``db`` (a
+    ``SequenceDB``, a FASTA file or a makedb directory) with E-value below ``evalue``: each hit's
+    aligned span plus ``flank`` residues either side, at most ``max_homologs``, distinct, best
+    first, none identical to ``seq``. Cached per database and sequence within the process."""
+    from homalign.search import open_database, search
+
+    if max_homologs < 0:
+        raise ValueError(f"max_homologs must be >= 0, got {max_homologs}")
+    if flank < 0:
+        raise ValueError(f"flank must be >= 0, got {flank}")
+    if not hasattr(db, "codes"):
+        key_db = str(db)
+        if key_db not in _DB_CACHE:
+            _DB_CACHE[key_db] = open_database(key_db)
+        db = _DB_CACHE[key_db]
+    key = (id(db), seq.residues, max_homologs, float(evalue), flank)
+    if key not in _HOMOLOG_CACHE:
+        out: list[Sequence] = []
+        if max_homologs > 0:
+            hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10))
+            for h in hits:
+                if h.alignment is None or len(h.alignment.pairs) == 0:
+                    continue
+                j = h.alignment.pairs[:, 1]
+                lo, hi = max(0, int(j.min()) - flank), int(j.max()) + 1 + flank
+                region = h.alignment.target[lo:hi]
+                if region == seq.residues or any(region == z.residues for z in out):
+                    continue
+                out.append(Sequence(f"{h.target_id}/{lo + 1}-{min(hi, len(h.alignment.target))}",
+                                    region))
+                if len(out) == max_homologs:
+                    break
+        if len(_HOMOLOG_CACHE) > 4096:
+            _HOMOLOG_CACHE.clear()
+        _HOMOLOG_CACHE[key] = out
+    return _HOMOLOG_CACHE[key]
+
+
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
            decode: str = "mea", mode: str | None = None, target_ss: str | None = None,
-           target_acc: str | None = None, **_: Any) -> Alignment:
+           target_acc: str | None = None, homologs: Any = None,
+           max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
+           **_: Any) -> Alignment:
     return _align_prepared(query, target, None, None, threshold=threshold, decode=decode,
-                           mode=mode, target_ss=target_ss, target_acc=target_acc)
+                           mode=mode, target_ss=target_ss, target_acc=target_acc,
+                           homologs=homologs, max_homologs=max_homologs,
+                           homolog_evalue=homolog_evalue)
 
 
 def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
                     trep: LearnedRep | None,
                     *, threshold: float | None = None, decode: str = "mea",
                     mode: str | None = None, target_ss: str | None = None,
-                    target_acc: str | None = None, **_: Any) -> Alignment:
+                    target_acc: str | None = None, homologs: Any = None,
+                    max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
+                    **_: Any) -> Alignment:
     """``align`` reusing prepared embeddings where they are the aligner's own (``search`` traces
     its hits back with it; its reps hold the ranking weights' embeddings, so the aligner embeds
     the two sequences itself and a ranking profile is not used)."""
@@ -140,6 +199,9 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     extra: dict[str, Any] = {}
     search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS
                         and r.profile is None else None for r in (qrep, trep))
+    if homologs is not None and (target_ss is not None or decode != "mea"):
+        raise ValueError("homologs (consistency through database homologues) works with "
+                         "decode='mea' and without template mode")
     if target_ss is not None:  # template mode: its own weights, so no prepared embeddings
         from homalign.model.template import parse_template
 
@@ -164,6 +226,13 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t, prof)
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)
+        if homologs is not None:
+            P = _consistency(model, query, target, e_q, e_t, P, mode, homologs, max_homologs,
+                             homolog_evalue, extra)
+            if threshold is None:
+                from homalign.model.consistency import CONSISTENCY_THRESHOLD
+
+                threshold = CONSISTENCY_THRESHOLD
         res = mea_align(P, cfg.mea_threshold if threshold is None else float(threshold))
         pairs = res.pairs
         extra["expected_correct"] = float(P[pairs[:, 0], pairs[:, 1]].sum()) if len(pairs) else 0.0
@@ -185,6 +254,29 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
                     target=target.residues, pairs=pairs, score=local, method="learned")
     aln.extra.update(extra)
     return aln
+
+
+def _consistency(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
+                 P: np.ndarray, mode: str, db: Any, max_homologs: int, evalue: float,
+                 extra: dict[str, Any]) -> np.ndarray:
+    """``P`` transformed through the two sequences' database homologues
+    (:func:`homalign.model.consistency.consistency_transform`); records them in ``extra``."""
+    from homalign.model.consistency import consistency_transform
+    from homalign.model.decode import posterior_matrix
+
+    inter: list[Sequence] = []
+    for z in (find_homologs(query, db, max_homologs, evalue)
+              + find_homologs(target, db, max_homologs, evalue)):
+        if all(z.residues != w.residues for w in inter):
+            inter.append(z)
+    through = []
+    for z in inter:
+        e_z = model.embed(z.codes)
+        P_xz = posterior_matrix(*model.score_embedded(query.codes, e_q, z.codes, e_z), mode=mode)
+        P_zy = posterior_matrix(*model.score_embedded(z.codes, e_z, target.codes, e_t), mode=mode)
+        through.append((P_xz, P_zy))
+    extra["homologs"] = [z.id for z in inter]
+    return consistency_transform(P, through)
 
 
 register(Method(

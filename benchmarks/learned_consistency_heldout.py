@@ -1,0 +1,73 @@
+"""Held-out F1 of the learned aligner with consistency through database homologues (never dev).
+
+    python benchmarks/learned_consistency_heldout.py --homologs DB [--max-homologs 2,4]
+        [--thresholds 0.15,0.2,0.3]
+
+``DB`` is a FASTA file or ``homalign makedb`` directory of unlabelled sequences, e.g. the 20,000
+UniProt sequences of Debian's mmseqs2-examples
+(``homalign makedb /usr/share/doc/mmseqs2/example-data/DB.fasta.gz``-style, unpacked first).
+Each variant is ``homalign.align(x, y, method="learned", homologs=DB, max_homologs=K,
+threshold=T)``; ``K = 0`` is the plain sequence-only aligner at its own threshold. The held-out
+sets and the scoring are ``benchmarks/learned_heldout.py``'s ("all" pools both sets). The
+defaults of the ``homologs`` option (:mod:`homalign.methods.learned`) were chosen with this script
+(docs/learned.md, twelfth pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--homologs", required=True, help="sequence database (FASTA or makedb dir)")
+    ap.add_argument("--max-homologs", default="0,2,4", help="comma-separated K per sequence")
+    ap.add_argument("--thresholds", default="0.15,0.2,0.3", help="comma-separated MEA thresholds")
+    args = ap.parse_args(argv)
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from learned_heldout import heldout_report, heldout_sets
+
+    import homalign
+    from homalign.alphabet import decode
+    from homalign.search import open_database
+    from homalign.sequence import Sequence
+
+    torch.set_num_threads(1)
+    db = open_database(args.homologs)
+    ks = [int(k) for k in args.max_homologs.split(",")]
+    thresholds = [float(t) for t in args.thresholds.split(",")]
+    used: list[int] = []
+
+    def predict(p):
+        x, y = Sequence("x", decode(p.q)), Sequence("y", decode(p.t))
+        out = {}
+        for k in ks:
+            if k == 0:
+                out["sequence-only"] = homalign.align(x, y, method="learned").pairs
+                continue
+            for thr in thresholds:
+                a = homalign.align(x, y, method="learned", homologs=db, max_homologs=k,
+                                   threshold=thr)
+                out[f"K={k} threshold={thr:g}"] = a.pairs
+            used.append(len(a.extra["homologs"]))
+        return out
+
+    for label, line in heldout_report(heldout_sets(), predict).items():
+        print(f"{label}: {line}", flush=True)
+    if used:
+        n = len(used)
+        print(f"intermediates per pair (last K): mean {sum(used) / n:.2f}, none for "
+              f"{sum(u == 0 for u in used)} of {n} pairs")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

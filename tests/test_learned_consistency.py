@@ -1,0 +1,125 @@
+"""Consistency through database homologues: the transformation, the homologue finder, the
+``homologs`` option of ``method="learned"`` and ``homalign align --homologs``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import homalign
+from homalign.alphabet import ALPHABET, BACKGROUND
+from homalign.cli import main
+from homalign.methods.learned import find_homologs
+from homalign.model import load_bundled
+from homalign.model.consistency import CONSISTENCY_THRESHOLD, consistency_transform
+from homalign.model.decode import mea_align, posterior_matrix
+from homalign.search import SequenceDB
+from homalign.sequence import Sequence
+
+AA = ALPHABET[:20]
+
+
+def _random(rng: np.random.Generator, n: int) -> str:
+    p = np.asarray(BACKGROUND[:20], dtype=np.float64)
+    return "".join(AA[k] for k in rng.choice(20, n, p=p / p.sum()))
+
+
+def _mutate(rng: np.random.Generator, s: str, rate: float) -> str:
+    sub = _random(rng, len(s))
+    return "".join(sub[k] if rng.random() < rate else c for k, c in enumerate(s))
+
+
+@pytest.fixture(scope="module")
+def family() -> dict:
+    """An ancestor's three descendants x, y (remote from each other) and z (between them, with
+    extra residues either side), plus unrelated sequences."""
+    rng = np.random.default_rng(5)
+    anc = _random(rng, 110)
+    x, y = _mutate(rng, anc, 0.45), _mutate(rng, anc, 0.45)
+    z = _random(rng, 60) + _mutate(rng, anc, 0.15) + _random(rng, 60)
+    unrelated = [Sequence(f"u{k}", _random(rng, int(rng.integers(80, 220)))) for k in range(25)]
+    return {"x": Sequence("x", x), "y": Sequence("y", y),
+            "db": SequenceDB.from_sequences([Sequence("z", z), *unrelated]),
+            "unrelated_db": SequenceDB.from_sequences(unrelated)}
+
+
+def test_transform_is_probcons_average():
+    rng = np.random.default_rng(0)
+    P = rng.random((4, 5)).astype(np.float32) * 0.2
+    A, B = rng.random((4, 3)) * 0.3, rng.random((3, 5)) * 0.3
+    C, D = rng.random((4, 6)) * 0.3, rng.random((6, 5)) * 0.3
+    np.testing.assert_allclose(consistency_transform(P, []), P)
+    np.testing.assert_allclose(consistency_transform(P, [(A, B), (C, D)]),
+                               (2 * P + A @ B + C @ D) / 4, rtol=1e-5)
+    # z = x itself (P(x~x) = I) leaves the posterior as it is
+    np.testing.assert_allclose(consistency_transform(P, [(np.eye(4), P)]), P, rtol=1e-6)
+    with pytest.raises(ValueError, match="intermediate 0"):
+        consistency_transform(P, [(A, C.T)])
+
+
+def test_find_homologs_returns_the_hit_region_with_flanks(family):
+    hits = find_homologs(family["x"], family["db"], max_homologs=3, flank=5)
+    assert [h.id.split("/")[0] for h in hits] == ["z"]
+    z = family["db"].sequence(family["db"].index_of("z")).residues
+    region = hits[0].residues
+    assert region in z and 100 <= len(region) < len(z) - 60  # trimmed to the homologous core
+    assert find_homologs(family["x"], family["unrelated_db"]) == []
+    assert find_homologs(family["x"], family["db"], max_homologs=0) == []
+    with pytest.raises(ValueError, match="max_homologs"):
+        find_homologs(family["x"], family["db"], max_homologs=-1)
+
+
+def test_learned_with_homologs_is_the_transformed_posterior_decoded(family):
+    x, y, db = family["x"], family["y"], family["db"]
+    a = homalign.align(x, y, method="learned", homologs=db)
+    assert a.extra["homologs"] and all(h.startswith("z/") for h in a.extra["homologs"])
+    # recompute by hand: the bundled aligner's posteriors through the found intermediate(s)
+    model, _ = load_bundled("learned")
+    mode = model.cfg.decode_mode
+
+    def post(u, v):
+        return posterior_matrix(*model.score_pair(u.codes, v.codes), mode=mode)
+
+    inter = find_homologs(x, db) + [z for z in find_homologs(y, db)
+                                    if z.residues not in {w.residues for w in find_homologs(x, db)}]
+    P = consistency_transform(post(x, y), [(post(x, z), post(z, y)) for z in inter])
+    np.testing.assert_array_equal(a.pairs, mea_align(P, CONSISTENCY_THRESHOLD).pairs)
+    assert len(a.pairs) > 0
+
+
+def test_no_homologue_found_means_the_sequence_only_posterior(family):
+    x, y = family["x"], family["y"]
+    plain = homalign.align(x, y, method="learned", threshold=CONSISTENCY_THRESHOLD)
+    none = homalign.align(x, y, method="learned", homologs=family["unrelated_db"])
+    assert none.extra["homologs"] == []
+    np.testing.assert_array_equal(none.pairs, plain.pairs)
+    with pytest.raises(ValueError, match="decode='mea'"):
+        homalign.align(x, y, method="learned", homologs=family["db"], decode="viterbi")
+
+
+def test_cli_align_with_homologs(family, tmp_path, capsys):
+    x, y = family["x"], family["y"]
+    db = tmp_path / "db.fa"
+    db.write_text("".join(f">{s.id}\n{s.residues}\n"
+                          for s in (family["db"].sequence(k) for k in range(len(family["db"])))))
+    (tmp_path / "x.fa").write_text(f">x\n{x.residues}\n")
+    (tmp_path / "y.fa").write_text(f">y\n{y.residues}\n")
+    out = tmp_path / "out.fa"
+    assert main(["align", str(tmp_path / "x.fa"), str(tmp_path / "y.fa"), "--method", "learned",
+                 "--homologs", str(db), "--format", "fasta", "-o", str(out)]) == 0
+    want = homalign.align(x, y, method="learned", homologs=family["db"])
+    rows = [ln for ln in out.read_text().splitlines() if not ln.startswith(">")]
+    got = np.array([(i, j) for i, j in _pairs(rows[0], rows[1])])
+    np.testing.assert_array_equal(got.reshape(-1, 2), want.pairs)
+    assert main(["align", str(tmp_path / "x.fa"), str(tmp_path / "y.fa"), "--method", "sw",
+                 "--homologs", str(db)]) != 0
+    assert "--method learned only" in capsys.readouterr().err
+
+
+def _pairs(row_a: str, row_b: str):
+    i = j = 0
+    for a, b in zip(row_a, row_b, strict=True):
+        if a.isalpha() and b.isalpha():
+            yield i, j
+        i += a.isalpha()
+        j += b.isalpha()
