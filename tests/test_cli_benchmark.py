@@ -49,9 +49,26 @@ def test_bare_benchmark_defaults_to_alignment_on_bundled_data():
     assert args.data is None and args.methods is None
     assert args.out == "homalign-benchmark" and args.jobs == 1 and args.max_pairs is None
     methods = default_methods()
-    assert methods[:3] == ["learned", "sw", "nw"]
-    for name in methods[3:]:
+    with_db = get_method("learned-homologs").available() is None
+    head = ["learned", "learned-homologs", "sw", "nw"] if with_db else ["learned", "sw", "nw"]
+    assert methods[:len(head)] == head
+    for name in methods[len(head):]:
         assert get_method(name).kind == "peer" and get_method(name).available() is None
+
+
+def test_learned_homologs_joins_the_defaults_only_with_a_database(monkeypatch, tmp_path):
+    from homalign.methods.learned import HOMOLOGS_ENV, default_homolog_db
+
+    db = tmp_path / "db.fa"
+    db.write_text(">a\nMKVLAAGIVGLLLAGCSSHKEE\n")
+    monkeypatch.setenv(HOMOLOGS_ENV, str(db))
+    assert default_homolog_db() == str(db)
+    assert "learned-homologs" in default_methods()
+    monkeypatch.setenv(HOMOLOGS_ENV, "")
+    monkeypatch.setattr("homalign.methods.learned.DEBIAN_UNIPROT", str(tmp_path / "absent.gz"))
+    assert default_homolog_db() is None
+    assert "no homologue database" in get_method("learned-homologs").available()
+    assert "learned-homologs" not in default_methods()
 
 
 def test_msa_and_db_pass_through(data_dir, tmp_path, monkeypatch):

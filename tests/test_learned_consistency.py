@@ -113,7 +113,7 @@ def test_cli_align_with_homologs(family, tmp_path, capsys):
     np.testing.assert_array_equal(got.reshape(-1, 2), want.pairs)
     assert main(["align", str(tmp_path / "x.fa"), str(tmp_path / "y.fa"), "--method", "sw",
                  "--homologs", str(db)]) != 0
-    assert "--method learned only" in capsys.readouterr().err
+    assert "--method learned (or learned-homologs) only" in capsys.readouterr().err
 
 
 def _pairs(row_a: str, row_b: str):
@@ -123,3 +123,36 @@ def _pairs(row_a: str, row_b: str):
             yield i, j
         i += a.isalpha()
         j += b.isalpha()
+
+
+def test_learned_homologs_method_reads_its_default_database(family, tmp_path, monkeypatch):
+    from homalign.methods.learned import HOMOLOGS_ENV
+
+    db = tmp_path / "db.fa.gz"
+    import gzip
+
+    text = "".join(f">{s.id}\n{s.residues}\n"
+                   for s in (family["db"].sequence(k) for k in range(len(family["db"]))))
+    db.write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setenv(HOMOLOGS_ENV, str(db))
+    a = homalign.align(family["x"], family["y"], method="learned-homologs")
+    b = homalign.align(family["x"], family["y"], method="learned", homologs=family["db"])
+    assert a.method == "learned-homologs" and a.extra["homologs"] == b.extra["homologs"]
+    np.testing.assert_array_equal(a.pairs, b.pairs)
+
+
+def test_damaged_gzip_fasta_names_the_file_and_line(tmp_path):
+    import gzip
+
+    from homalign.errors import InputError
+    from homalign.sequence import read_sequences
+
+    data = gzip.compress("".join(f">s{k}\nMKVLAAGIVGLLLAGCSSHKEE\n" for k in range(5000)).encode())
+    bad = tmp_path / "bad.fa.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="damaged gzip data") as err:
+        read_sequences(bad)
+    assert str(bad) in str(err.value) and ":" in str(err.value)
+    good = tmp_path / "good.fa.gz"
+    good.write_bytes(data)
+    assert len(read_sequences(good)) == 5000

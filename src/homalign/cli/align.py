@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if args.homologs is not None or args.max_homologs is not None:
         from homalign.errors import InputError
 
-        if args.method != "learned":
-            raise InputError(f"--homologs is read by --method learned only, not {args.method!r}",
+        if args.method not in ("learned", "learned-homologs"):
+            raise InputError(f"--homologs is read by --method learned (or learned-homologs) only, not {args.method!r}",
                              path=args.homologs)
         if args.homologs is None:
             raise InputError("--max-homologs needs --homologs DB")

@@ -17,11 +17,13 @@ DEFAULT_SEQUENCE_METHODS = ("learned", "sw", "nw")
 
 
 def default_methods() -> list[str]:
-    """learned, sw, nw and every registered peer whose program is installed here."""
+    """learned, learned-homologs (when it has a homologue database here), sw, nw and every
+    registered peer whose program is installed here."""
     from homalign.methods import get_method, method_names
 
     peers = [n for n in method_names("peer") if get_method(n).available() is None]
-    return [*DEFAULT_SEQUENCE_METHODS, *peers]
+    extra = ["learned-homologs"] if get_method("learned-homologs").available() is None else []
+    return [DEFAULT_SEQUENCE_METHODS[0], *extra, *DEFAULT_SEQUENCE_METHODS[1:], *peers]
 
 
 def _method_list(text: str) -> list[str]:

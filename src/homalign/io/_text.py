@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,19 +23,29 @@ def check_readable(path: PathLike) -> Path:
     return p
 
 
+def _lines(handle, path: Path) -> Iterator[tuple[int, bytes]]:
+    number = 0
+    try:
+        for number, raw in enumerate(handle, 1):  # noqa: B007 (number names the damage)
+            yield number, raw
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"damaged gzip data: {exc}", path=path, line=number + 1) from None
+
+
 def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` (1-based, without the line ending) of a UTF-8 text file.
+    """Yield ``(line_number, line)`` (1-based, without the line ending) of a UTF-8 text file
+    (gzip-compressed when its name ends in ``.gz``).
 
     Lines are decoded one at a time so that a decoding error names its exact line. ``\\r\\n``
     line endings are accepted.
     """
     p = check_readable(path)
     try:
-        handle = open(p, "rb")
+        handle = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=p) from None
     with handle:
-        for number, raw in enumerate(handle, 1):
+        for number, raw in _lines(handle, p):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

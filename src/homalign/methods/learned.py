@@ -279,6 +279,42 @@ def _consistency(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
     return consistency_transform(P, through)
 
 
+#: where ``learned-homologs`` finds its database when not given ``homologs=``: the
+#: ``HOMALIGN_HOMOLOGS`` environment variable, else Debian's mmseqs2-examples UniProt sample
+HOMOLOGS_ENV = "HOMALIGN_HOMOLOGS"
+DEBIAN_UNIPROT = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz"
+
+
+def default_homolog_db() -> str | None:
+    """The database ``learned-homologs`` uses by default (a path), or None if there is none."""
+    import os
+
+    env = os.environ.get(HOMOLOGS_ENV)
+    if env:
+        return env
+    return DEBIAN_UNIPROT if os.path.exists(DEBIAN_UNIPROT) else None
+
+
+def _homologs_available() -> str | None:
+    reason = _available()
+    if reason is None and default_homolog_db() is None:
+        reason = (f"no homologue database: set {HOMOLOGS_ENV}=DB (FASTA or makedb directory) "
+                  f"or install Debian's mmseqs2-examples ({DEBIAN_UNIPROT}); or pass homologs=DB")
+    return reason
+
+
+def _align_homologs(query: Sequence, target: Sequence, *, homologs: Any = None,
+                    **options: Any) -> Alignment:
+    """``learned`` with ``homologs`` defaulting to :func:`default_homolog_db`."""
+    if homologs is None:
+        homologs = default_homolog_db()
+        if homologs is None:
+            raise RuntimeError(_homologs_available() or "no homologue database")
+    aln = _align(query, target, homologs=homologs, **options)
+    aln.method = "learned-homologs"
+    return aln
+
+
 register(Method(
     name="learned", kind="learned",
     description="learned substitution scores and position-specific gaps (CRF-trained encoder), "
@@ -286,4 +322,12 @@ register(Method(
     align=_align, prepare=_prepare, score=_score, available=_available,
     defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
     null_params=_null_params,
+))
+
+register(Method(
+    name="learned-homologs", kind="learned",
+    description="learned, with each pair's posteriors made consistent through both sequences' "
+                "homologues in a sequence database (homologs=, default $HOMALIGN_HOMOLOGS or "
+                "Debian's mmseqs2-examples UniProt sample)",
+    align=_align_homologs, available=_homologs_available,
 ))
