@@ -15,15 +15,17 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 # The peers (BLAST+, HMMER, HH-suite, MMseqs2) are Debian packages; the benchmarks and the
-# peer-adapter tests run them. Install them when missing and we are allowed to.
+# peer-adapter tests run them. mmseqs2-examples' 20,000 UniProt sequences are the default
+# homologue database of `learned-homologs`. Install them when missing and we are allowed to.
 if ! command -v blastp >/dev/null || ! command -v phmmer >/dev/null \
-    || ! command -v hhalign >/dev/null || ! command -v mmseqs >/dev/null; then
+    || ! command -v hhalign >/dev/null || ! command -v mmseqs >/dev/null \
+    || [ ! -f /usr/share/doc/mmseqs2/example-data/DB.fasta.gz ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq >/dev/null
-        apt-get install -y -qq ncbi-blast+ hmmer hhsuite mmseqs2 >/dev/null
+        apt-get install -y -qq ncbi-blast+ hmmer hhsuite mmseqs2 mmseqs2-examples >/dev/null
     else
-        echo "note: peers missing and apt-get unavailable; install ncbi-blast+ hmmer hhsuite mmseqs2" >&2
+        echo "note: peers missing and apt-get unavailable; install ncbi-blast+ hmmer hhsuite mmseqs2 mmseqs2-examples" >&2
     fi
 fi
 export OMP_WAIT_POLICY=PASSIVE
