@@ -156,3 +156,21 @@ def test_damaged_gzip_fasta_names_the_file_and_line(tmp_path):
     good = tmp_path / "good.fa.gz"
     good.write_bytes(data)
     assert len(read_sequences(good)) == 5000
+
+
+def test_posteriors_against_homologues_are_cached_and_bounded(family, monkeypatch):
+    import homalign.methods.learned as L
+
+    L._POSTERIOR_CACHE.clear()
+    x, y, db = family["x"], family["y"], family["db"]
+    first = homalign.align(x, y, method="learned", homologs=db)
+    n = len(L._POSTERIOR_CACHE)
+    assert n == 2 * len(first.extra["homologs"])  # P(x~z) and P(y~z) per intermediate
+    again = homalign.align(x, y, method="learned", homologs=db)
+    assert len(L._POSTERIOR_CACHE) == n
+    np.testing.assert_array_equal(again.pairs, first.pairs)
+    monkeypatch.setattr(L, "_POSTERIOR_CACHE_BYTES", 1)
+    L._POSTERIOR_CACHE.clear()
+    bounded = homalign.align(x, y, method="learned", homologs=db)
+    assert len(L._POSTERIOR_CACHE) == 1
+    np.testing.assert_array_equal(bounded.pairs, first.pairs)

@@ -29,6 +29,7 @@ the score search ranks it by; search hits are traced back by ``align`` itself (t
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from importlib import resources
 from typing import Any, NamedTuple
 
@@ -256,13 +257,40 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     return aln
 
 
+_POSTERIOR_CACHE: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_POSTERIOR_CACHE_BYTES = 128 * 2**20  # a protein's posteriors against its homologues recur
+
+
+def _cached_posterior(model: Any, mode: str, a: Sequence, e_a: Any, b: Sequence,
+                      e_b: Any | None) -> np.ndarray:
+    """The posterior matrix of ``a`` against ``b`` (``b`` embedded here if ``e_b`` is None),
+    kept in a byte-bounded LRU cache within the process: a sequence aligned with several
+    partners meets its own homologues every time."""
+    from homalign.model.decode import posterior_matrix
+
+    key = (id(model), mode, a.residues, b.residues)
+    P = _POSTERIOR_CACHE.get(key)
+    if P is not None:
+        _POSTERIOR_CACHE.move_to_end(key)
+        return P
+    if e_b is None:
+        e_b = model.embed(b.codes)
+    P = posterior_matrix(*model.score_embedded(a.codes, e_a, b.codes, e_b), mode=mode)
+    P = np.asarray(P, dtype=np.float32)
+    _POSTERIOR_CACHE[key] = P
+    total = sum(v.nbytes for v in _POSTERIOR_CACHE.values())
+    while total > _POSTERIOR_CACHE_BYTES and len(_POSTERIOR_CACHE) > 1:
+        _, old = _POSTERIOR_CACHE.popitem(last=False)
+        total -= old.nbytes
+    return P
+
+
 def _consistency(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
                  P: np.ndarray, mode: str, db: Any, max_homologs: int, evalue: float,
                  extra: dict[str, Any]) -> np.ndarray:
     """``P`` transformed through the two sequences' database homologues
     (:func:`homalign.model.consistency.consistency_transform`); records them in ``extra``."""
     from homalign.model.consistency import consistency_transform
-    from homalign.model.decode import posterior_matrix
 
     inter: list[Sequence] = []
     for z in (find_homologs(query, db, max_homologs, evalue)
@@ -271,9 +299,9 @@ def _consistency(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
             inter.append(z)
     through = []
     for z in inter:
-        e_z = model.embed(z.codes)
-        P_xz = posterior_matrix(*model.score_embedded(query.codes, e_q, z.codes, e_z), mode=mode)
-        P_zy = posterior_matrix(*model.score_embedded(z.codes, e_z, target.codes, e_t), mode=mode)
+        P_xz = _cached_posterior(model, mode, query, e_q, z, None)
+        # P(z ~ y) as the transpose of P(y ~ z): the same cache entry serves y's other pairs
+        P_zy = _cached_posterior(model, mode, target, e_t, z, None).T
         through.append((P_xz, P_zy))
     extra["homologs"] = [z.id for z in inter]
     return consistency_transform(P, through)
