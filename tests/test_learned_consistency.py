@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import homalign
-from homalign.alphabet import ALPHABET, BACKGROUND
 from homalign.cli import main
 from homalign.methods.learned import find_homologs
 from homalign.model import load_bundled
@@ -15,18 +14,7 @@ from homalign.model.consistency import CONSISTENCY_THRESHOLD, consistency_transf
 from homalign.model.decode import mea_align, posterior_matrix
 from homalign.search import SequenceDB
 from homalign.sequence import Sequence
-
-AA = ALPHABET[:20]
-
-
-def _random(rng: np.random.Generator, n: int) -> str:
-    p = np.asarray(BACKGROUND[:20], dtype=np.float64)
-    return "".join(AA[k] for k in rng.choice(20, n, p=p / p.sum()))
-
-
-def _mutate(rng: np.random.Generator, s: str, rate: float) -> str:
-    sub = _random(rng, len(s))
-    return "".join(sub[k] if rng.random() < rate else c for k, c in enumerate(s))
+from proteins import mutate, random_protein
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +22,10 @@ def family() -> dict:
     """An ancestor's three descendants x, y (remote from each other) and z (between them, with
     extra residues either side), plus unrelated sequences."""
     rng = np.random.default_rng(5)
-    anc = _random(rng, 110)
-    x, y = _mutate(rng, anc, 0.45), _mutate(rng, anc, 0.45)
-    z = _random(rng, 60) + _mutate(rng, anc, 0.15) + _random(rng, 60)
-    unrelated = [Sequence(f"u{k}", _random(rng, int(rng.integers(80, 220)))) for k in range(25)]
+    anc = random_protein(rng, 110)
+    x, y = mutate(rng, anc, 0.45), mutate(rng, anc, 0.45)
+    z = random_protein(rng, 60) + mutate(rng, anc, 0.15) + random_protein(rng, 60)
+    unrelated = [Sequence(f"u{k}", random_protein(rng, int(rng.integers(80, 220)))) for k in range(25)]
     return {"x": Sequence("x", x), "y": Sequence("y", y),
             "db": SequenceDB.from_sequences([Sequence("z", z), *unrelated]),
             "unrelated_db": SequenceDB.from_sequences(unrelated)}

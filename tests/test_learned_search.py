@@ -6,33 +6,20 @@ import numpy as np
 import pytest
 
 import homalign
-from homalign.alphabet import ALPHABET, BACKGROUND
 from homalign.methods.base import score_values
 from homalign.model import load_bundled
 from homalign.model.homology import homology_probability, ranking_score, ranking_scores
 from homalign.search import SequenceDB, search
 from homalign.sequence import Sequence
-
-AA = ALPHABET[:20]
-
-
-def _random(rng: np.random.Generator, n: int) -> str:
-    """Residues drawn from the BLOSUM62 background (the composition of real proteins)."""
-    p = np.asarray(BACKGROUND[:20], dtype=np.float64)
-    return "".join(AA[k] for k in rng.choice(20, n, p=p / p.sum()))
-
-
-def _mutate(rng: np.random.Generator, s: str, rate: float) -> str:
-    sub = _random(rng, len(s))
-    return "".join(sub[k] if rng.random() < rate else c for k, c in enumerate(s))
+from proteins import mutate, random_protein
 
 
 @pytest.fixture(scope="module")
 def db_and_query() -> tuple[SequenceDB, Sequence]:
     rng = np.random.default_rng(11)
-    query = _random(rng, 120)
-    seqs = [Sequence("homolog", _mutate(rng, query, 0.35))]
-    seqs += [Sequence(f"random{k}", _random(rng, int(rng.integers(80, 200)))) for k in range(30)]
+    query = random_protein(rng, 120)
+    seqs = [Sequence("homolog", mutate(rng, query, 0.35))]
+    seqs += [Sequence(f"random{k}", random_protein(rng, int(rng.integers(80, 200)))) for k in range(30)]
     return SequenceDB.from_sequences(seqs), Sequence("query", query)
 
 
