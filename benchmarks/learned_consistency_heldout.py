@@ -1,7 +1,7 @@
 """Held-out F1 of the learned aligner with consistency through database homologues (never dev).
 
     python benchmarks/learned_consistency_heldout.py --homologs DB [--max-homologs 2,4]
-        [--thresholds 0.15,0.2,0.3]
+        [--thresholds 0.15,0.2,0.3] [--evalues 1e-3,1e-2]
 
 ``DB`` is a FASTA file or ``homalign makedb`` directory of unlabelled sequences, e.g. the 20,000
 UniProt sequences of Debian's mmseqs2-examples
@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--homologs", required=True, help="sequence database (FASTA or makedb dir)")
     ap.add_argument("--max-homologs", default="0,2,4", help="comma-separated K per sequence")
     ap.add_argument("--thresholds", default="0.15,0.2,0.3", help="comma-separated MEA thresholds")
+    ap.add_argument("--evalues", default="1e-3", help="comma-separated homologue E-value cuts")
     args = ap.parse_args(argv)
     import torch
 
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     db = open_database(args.homologs)
     ks = [int(k) for k in args.max_homologs.split(",")]
     thresholds = [float(t) for t in args.thresholds.split(",")]
+    evalues = [float(e) for e in args.evalues.split(",")]
     used: list[int] = []
 
     def predict(p):
@@ -53,10 +55,12 @@ def main(argv: list[str] | None = None) -> int:
             if k == 0:
                 out["sequence-only"] = homalign.align(x, y, method="learned").pairs
                 continue
-            for thr in thresholds:
-                a = homalign.align(x, y, method="learned", homologs=db, max_homologs=k,
-                                   threshold=thr)
-                out[f"K={k} threshold={thr:g}"] = a.pairs
+            for ev in evalues:
+                for thr in thresholds:
+                    a = homalign.align(x, y, method="learned", homologs=db, max_homologs=k,
+                                       threshold=thr, homolog_evalue=ev)
+                    label = f"K={k} threshold={thr:g}"
+                    out[label if len(evalues) == 1 else f"{label} E<{ev:g}"] = a.pairs
             if k == max(ks):
                 used.append(len(a.extra["homologs"]))
         return out

@@ -61,6 +61,9 @@ def test_learned_with_homologs_is_the_transformed_posterior_decoded(family):
     x, y, db = family["x"], family["y"], family["db"]
     a = homalign.align(x, y, method="learned", homologs=db)
     assert a.extra["homologs"] and all(h.startswith("z/") for h in a.extra["homologs"])
+    from homalign.report import format_pair
+
+    assert f"# homologs={len(a.extra['homologs'])} {a.extra['homologs'][0]}" in format_pair(a)
     # recompute by hand: the bundled aligner's posteriors through the found intermediate(s)
     model, _ = load_bundled("learned")
     mode = model.cfg.decode_mode

@@ -35,6 +35,9 @@ def format_pair(aln: Alignment, width: int = 60) -> str:
         + (f" ({100 * aln.n_identical / cols:.0f}%)" if cols else "")
         + f" gaps={n_gaps}/{cols} cigar={aln.cigar or '-'}",
     ]
+    if "homologs" in aln.extra:  # learned with consistency: the intermediates it went through
+        head.append(f"# homologs={len(aln.extra['homologs'])}"
+                    + (" " + " ".join(aln.extra["homologs"]) if aln.extra["homologs"] else ""))
     if not cols:
         return "\n".join(head + ["# no alignment"]) + "\n"
     mid = _midline(qa, ta)
