@@ -127,7 +127,9 @@ def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
 MAX_HOMOLOGS = 4
 HOMOLOG_EVALUE = 1e-3
 HOMOLOG_FLANK = 30
-_HOMOLOG_CACHE: dict[tuple, list[Sequence]] = {}
+# (database object, homologues): the object is kept so that an id() reused by a new database
+# after the old one was freed can never return the old one's hits
+_HOMOLOG_CACHE: dict[tuple, tuple[Any, list[Sequence]]] = {}
 _DB_CACHE: dict[str, Any] = {}
 
 
@@ -149,7 +151,8 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
             _DB_CACHE[key_db] = open_database(key_db)
         db = _DB_CACHE[key_db]
     key = (id(db), seq.residues, max_homologs, float(evalue), flank)
-    if key not in _HOMOLOG_CACHE:
+    cached = _HOMOLOG_CACHE.get(key)
+    if cached is None or cached[0] is not db:
         out: list[Sequence] = []
         if max_homologs > 0:
             hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10))
@@ -167,8 +170,9 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
                     break
         if len(_HOMOLOG_CACHE) > 4096:
             _HOMOLOG_CACHE.clear()
-        _HOMOLOG_CACHE[key] = out
-    return _HOMOLOG_CACHE[key]
+        _HOMOLOG_CACHE[key] = (db, out)
+        return out
+    return cached[1]
 
 
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
