@@ -65,22 +65,12 @@ def _aligner(name: str, model, homologs=None):
         return run
 
     if name == "learned-homologs":
-        from homalign.methods.learned import find_homologs
-        from homalign.model.consistency import CONSISTENCY_THRESHOLD, consistency_transform
+        from homalign.methods.learned import consistent_posterior
+        from homalign.model.consistency import CONSISTENCY_THRESHOLD
         from homalign.sequence import Sequence
 
-        mode = model.cfg.decode_mode
-
-        def post(a, b):
-            return posterior_matrix(*model.score_pair(a.codes, b.codes), mode=mode)
-
         def run(q, t):
-            x, y = Sequence("x", q), Sequence("y", t)
-            inter: list[Sequence] = []
-            for z in find_homologs(x, homologs) + find_homologs(y, homologs):
-                if all(z.residues != w.residues for w in inter):
-                    inter.append(z)
-            P = consistency_transform(post(x, y), [(post(x, z), post(z, y)) for z in inter])
+            P, _ = consistent_posterior(model, Sequence("x", q), Sequence("y", t), homologs)
             return mea_align(P, CONSISTENCY_THRESHOLD).pairs
         return run
 

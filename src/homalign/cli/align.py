@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
         from homalign.errors import InputError
 
         if args.method not in ("learned", "learned-homologs"):
-            raise InputError(f"--homologs is read by --method learned (or learned-homologs) only, not {args.method!r}",
-                             path=args.homologs)
+            raise InputError("--homologs is read by --method learned (or learned-homologs) "
+                             f"only, not {args.method!r}", path=args.homologs)
         if args.homologs is None:
             raise InputError("--max-homologs needs --homologs DB")
         from homalign.search import open_database

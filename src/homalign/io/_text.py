@@ -23,7 +23,8 @@ def check_readable(path: PathLike) -> Path:
     return p
 
 
-def _lines(handle, path: Path) -> Iterator[tuple[int, bytes]]:
+def _gzip_lines(handle, path: Path) -> Iterator[tuple[int, bytes]]:
+    """``enumerate(handle, 1)`` of a gzip stream, a damaged stream an :class:`InputError`."""
     number = 0
     try:
         for number, raw in enumerate(handle, 1):  # noqa: B007 (number names the damage)
@@ -41,11 +42,12 @@ def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
     """
     p = check_readable(path)
     try:
-        handle = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
+        gz = p.suffix == ".gz"
+        handle = gzip.open(p, "rb") if gz else open(p, "rb")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=p) from None
     with handle:
-        for number, raw in _lines(handle, p):
+        for number, raw in (_gzip_lines(handle, p) if gz else enumerate(handle, 1)):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -232,8 +232,10 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)
         if homologs is not None:
-            P = _consistency(model, query, target, e_q, e_t, P, mode, homologs, max_homologs,
-                             homolog_evalue, extra)
+            P, inter = consistent_posterior(model, query, target, homologs, mode=mode,
+                                            max_homologs=max_homologs, evalue=homolog_evalue,
+                                            P=P, e_q=e_q, e_t=e_t)
+            extra["homologs"] = [z.id for z in inter]
             if threshold is None:
                 from homalign.model.consistency import CONSISTENCY_THRESHOLD
 
@@ -289,13 +291,20 @@ def _cached_posterior(model: Any, mode: str, a: Sequence, e_a: Any, b: Sequence,
     return P
 
 
-def _consistency(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
-                 P: np.ndarray, mode: str, db: Any, max_homologs: int, evalue: float,
-                 extra: dict[str, Any]) -> np.ndarray:
-    """``P`` transformed through the two sequences' database homologues
-    (:func:`homalign.model.consistency.consistency_transform`); records them in ``extra``."""
+def consistent_posterior(model: Any, query: Sequence, target: Sequence, db: Any, *,
+                         mode: str | None = None, max_homologs: int = MAX_HOMOLOGS,
+                         evalue: float = HOMOLOG_EVALUE, P: np.ndarray | None = None,
+                         e_q: Any = None, e_t: Any = None) -> tuple[np.ndarray, list[Sequence]]:
+    """``model``'s posterior of ``query`` x ``target`` (``P``, computed if not given) transformed
+    through both sequences' homologues in ``db``
+    (:func:`homalign.model.consistency.consistency_transform`), and those intermediates."""
     from homalign.model.consistency import consistency_transform
 
+    mode = mode or model.cfg.decode_mode
+    e_q = model.embed(query.codes) if e_q is None else e_q
+    e_t = model.embed(target.codes) if e_t is None else e_t
+    if P is None:
+        P = _cached_posterior(model, mode, query, e_q, target, e_t)
     inter: list[Sequence] = []
     for z in (find_homologs(query, db, max_homologs, evalue)
               + find_homologs(target, db, max_homologs, evalue)):
@@ -307,8 +316,7 @@ def _consistency(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
         # P(z ~ y) as the transpose of P(y ~ z): the same cache entry serves y's other pairs
         P_zy = _cached_posterior(model, mode, target, e_t, z, None).T
         through.append((P_xz, P_zy))
-    extra["homologs"] = [z.id for z in inter]
-    return consistency_transform(P, through)
+    return consistency_transform(P, through), inter
 
 
 #: where ``learned-homologs`` finds its database when not given ``homologs=``: the
