@@ -31,7 +31,7 @@ def test_makedb_round_trip(fasta: Path, tmp_path: Path):
     out = makedb(fasta, tmp_path / "db")
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["manifest.json", "headers.json", "codes.npy", "offsets.npy", "kmer_start.npy",
-         "kmer_seq.npy", "kmer_pos.npy"])
+         "kmer_seq.npy", "kmer_pos.npy", "learned.json", "learned_residues.npy"])
     disk = SequenceDB.load(out)
     assert disk.ids == mem.ids and disk.descriptions == mem.descriptions
     assert np.array_equal(disk.codes, mem.codes) and np.array_equal(disk.offsets, mem.offsets)

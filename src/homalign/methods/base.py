@@ -63,7 +63,10 @@ class Method:
     ``null_params()`` (optional) returns the method's own null-score law (a
     :class:`homalign.stats.EVDParams`, e.g. fitted on real unrelated proteins when learned
     weights were made and shipped with them) or None; ``search`` then uses it instead of a
-    :func:`homalign.stats.calibrate` fit on i.i.d. sequences.
+    :func:`homalign.stats.calibrate` fit on i.i.d. sequences. ``ranking()`` (optional) returns
+    the method's ranking score in closed form (:class:`homalign.model.ranking.RankingModel`), or
+    None; ``search`` then scores all candidates of a query in batched, compiled passes over the
+    database's stored target embeddings instead of calling ``score`` per pair (same scores).
     """
 
     name: str
@@ -77,6 +80,7 @@ class Method:
     fingerprint: Callable[[], str] | None = None  # changes when the method's scores change
     align_prepared: Callable[..., Alignment] | None = None
     null_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
+    ranking: Callable[[], Any] | None = None  # -> homalign.model.ranking.RankingModel | None
 
 
 def dp_method(

@@ -101,6 +101,27 @@ def _score(q: LearnedRep, t: LearnedRep, **_: Any) -> PairScores:
                           profile_q=q.profile)
 
 
+def ranking_model():
+    """The ranking weights in closed form for batched search scoring
+    (:class:`homalign.model.ranking.RankingModel`, cached), or None when they cannot be written
+    so (no homology adapter, or a pair refiner): ``search`` then scores pair by pair."""
+    global _RANKING
+    if _RANKING is None:
+        from homalign.model.ranking import RankingModel
+
+        model, meta = _model(SEARCH_WEIGHTS)
+        if not meta.get("homology_score") or getattr(model.scorer, "refine", None) is not None:
+            _RANKING = False
+        else:
+            base = resources.files("homalign").joinpath("weights")
+            _RANKING = RankingModel.from_model(
+                model, base.joinpath(f"{SEARCH_WEIGHTS}.safetensors").read_bytes())
+    return _RANKING or None
+
+
+_RANKING: Any = None
+
+
 def _null_params():
     """The null law the ranking weights carry (``meta["null"]``, fitted by ``python -m
     homalign.model.homology --null-pairs N`` on cross-fold SCOPe train-fold pairs), or None."""
@@ -361,7 +382,7 @@ register(Method(
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
     defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
-    null_params=_null_params,
+    null_params=_null_params, ranking=ranking_model,
 ))
 
 register(Method(

@@ -58,6 +58,8 @@ class SequenceDB:
     k: int = 3
     _index: KmerIndex | None = field(default=None, repr=False)
     _id_to_index: dict[str, int] | None = field(default=None, repr=False)
+    #: per-process derived data (e.g. learned embeddings computed in memory), keyed by what made it
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.codes = np.ascontiguousarray(self.codes, dtype=np.uint8)
@@ -229,8 +231,26 @@ def _write_file(path: Path, data: bytes | None = None, array: np.ndarray | None 
         os.fsync(fh.fileno())
 
 
-def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = False) -> Path:
+def _remove_stale_builds(parent: Path, name: str) -> None:
+    """Delete the temporary directories of earlier builds of ``name`` whose process is gone
+    (a killed ``makedb``); a build still running (its pid alive) is left alone."""
+    for d in list(parent.glob(f".{name}.tmp-*")) + list(parent.glob(f".{name}.old-*")):
+        try:
+            pid = int((d / ".pid").read_text())
+            os.kill(pid, 0)
+            continue  # still running
+        except (OSError, ValueError):
+            pass
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = False,
+           learned: bool = True, embedding_dtype: str = "float16",
+           progress: bool = False) -> Path:
     """Write a database directory for ``fasta`` at ``outdir``; returns ``outdir``.
+
+    ``learned`` also stores the learned search's per-residue target embeddings
+    (:mod:`homalign.search.embeddings`, ``embedding_dtype``), computed in batches.
 
     Everything is written into a temporary directory beside ``outdir`` and renamed into place at
     the end, so ``outdir`` is either complete or absent. An existing ``outdir`` is an error unless
@@ -248,7 +268,9 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     index = db.index
     parent = outdir.parent if str(outdir.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_builds(parent, outdir.name)
     tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=parent))
+    (tmp / ".pid").write_text(str(os.getpid()))
     try:
         headers = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
         _write_file(tmp / "headers.json", data=headers)
@@ -266,7 +288,15 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
             "n_postings": index.n_postings, "source": str(Path(fasta).resolve()),
             "source_sha256": _sha256(Path(fasta)), "files": files,
         }
+        if learned:
+            from homalign.methods.learned import ranking_model
+            from homalign.search.embeddings import write_store
+
+            ranking = ranking_model()
+            if ranking is not None:
+                manifest["learned"] = write_store(db, ranking, tmp, embedding_dtype, progress)
         _write_file(tmp / MANIFEST, data=json.dumps(manifest, indent=1).encode())
+        (tmp / ".pid").unlink()
         os.chmod(tmp, 0o755)
         if outdir.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.old-", dir=parent))

@@ -93,6 +93,36 @@ def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarr
     return out
 
 
+#: cells (query length x packed target residues) of one batched scoring pass: the float32 score
+#: block is 4 bytes a cell, so 16 MB
+BATCH_CELLS = 4_000_000
+
+
+def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
+                    candidates: np.ndarray) -> np.ndarray:
+    """The ranking scores of ``candidates`` from the database's stored embeddings: one matrix
+    product, one exp and one parallel DP per batch of targets (:mod:`homalign.model.ranking`)."""
+    from homalign.search.embeddings import store_for
+
+    store = store_for(db, ranking)
+    if qrep is not None and getattr(qrep, "profile", None) is not None:
+        emb = np.asarray(qrep.embedding, dtype=np.float32).reshape(len(q), -1)
+        qr = ranking.query(q.codes, embedding=emb, profile=qrep.profile)
+    else:
+        qr = ranking.query(q.codes)
+    out = np.empty(len(candidates), dtype=np.float64)
+    lengths = db.lengths[candidates]
+    budget = max(1, BATCH_CELLS // max(len(q), 1))
+    start = 0
+    while start < len(candidates):
+        stop = start + 1 + int(np.searchsorted(np.cumsum(lengths[start + 1:]),
+                                               budget - lengths[start], side="right"))
+        codes, emb, lens = store.gather(db, candidates[start:stop])
+        out[start:stop] = ranking.scores(qr, codes, emb, lens)
+        start = stop
+    return out
+
+
 def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: int,
                options: dict[str, Any]) -> Alignment:
     from homalign.dp import align as dp_align
@@ -154,7 +184,11 @@ def search(
 
     is_dp = m.prepare is not None and m.score is not None
     peer_alns: dict[int, Alignment] = {}
-    if is_dp and _is_fast_sw(m, query_rep, method_options):
+    ranking = m.ranking() if m.ranking is not None else None
+    if is_dp and ranking is not None:
+        scores = _batched_scores(ranking, q, query_rep, db, cand)
+        qrep = query_rep
+    elif is_dp and _is_fast_sw(m, query_rep, method_options):
         scores = sw_scores(q.codes, db.codes, db.offsets, cand, matrix=str(opts["matrix"]),
                            gap_open=float(opts["gap_open"]),
                            gap_extend=float(opts["gap_extend"])).astype(np.float64)

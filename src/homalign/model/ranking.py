@@ -1,0 +1,174 @@
+"""The learned ranking score in closed form, for one query against many targets at once.
+
+The ranking weights (``learned_search``: an aligner without pair refiner plus its homology
+adapter, :class:`homalign.model.scorer.HomologyScore`) score a pair by the local forward score
+(log-partition) of
+
+    S_h[i, j] = M'[a_i, b_j] + e_i^T W e'_j - shift,   M' = scale * BLOSUM62,
+    W = sym(W_aligner) + sym(W_adapter)
+
+with per-residue gap costs ``open(e) = softplus(o + u . e)``, ``extend(e) = softplus(x + v . e)``
+on each sequence's residues against gaps. Everything that depends on one target only (its
+per-residue embeddings ``e'``) can be computed once and stored (``homalign makedb``); for a
+query, ``A = e W`` and the query's row of ``M'`` are computed once, so that the scores against a
+batch of targets are one matrix product ``A E^T`` plus a table lookup, exponentiated, and one
+parallel DP (:func:`homalign.dp.forward_batch.local_forward_batch`). The result equals the
+one-pair path (:func:`homalign.model.homology.ranking_scores` then
+:func:`homalign.dp.posterior.log_partition`) to float32 rounding; tests check it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from homalign.dp.forward_batch import local_forward_batch
+
+#: residues per encoder call when embedding many sequences (one padded batch, about 2 MB of
+#: activations per layer at dim 32)
+EMBED_BATCH_RESIDUES = 16_384
+#: above this S the float32 match weight exp(S) could overflow; such a target (never seen with
+#: real proteins: per-residue scores are a few nats) is scored by the float64 reference path
+MAX_CELL_SCORE = 60.0
+
+
+@dataclass(frozen=True)
+class QueryRep:
+    """What the batched kernel needs of a query: ``A = e W`` (Lq, d), the ``M'`` rows
+    ``profile[i, b] = M'[a_i, b] - shift`` (Lq, K) and the query's gap costs (Lq,) each."""
+
+    A: np.ndarray
+    profile: np.ndarray
+    open: np.ndarray
+    extend: np.ndarray
+
+
+@dataclass(frozen=True)
+class RankingModel:
+    """Closed form of a ranking weight set (see the module docstring)."""
+
+    model: object  # homalign.model.AlignerModel, eval mode
+    W: np.ndarray  # float32 (d, d)
+    matrix: np.ndarray  # float32 (K, K): scale * padded substitution matrix
+    shift: float
+    fingerprint: str
+
+    @classmethod
+    def from_model(cls, model: object, weights: bytes) -> RankingModel:
+        """``weights``: the safetensors bytes the model was built from (its fingerprint)."""
+        sc = model.scorer
+        if getattr(sc, "refine", None) is not None:
+            raise ValueError("the batched ranking score needs weights without a pair refiner")
+        with torch.no_grad():
+            W = (sc.bilinear() + 0.5 * (model.homology.W + model.homology.W.T)).numpy()
+            matrix = (torch.exp(sc.log_scale) * sc.matrix).numpy()
+            shift = float(model.homology.shift)
+        return cls(model, np.ascontiguousarray(W, dtype=np.float32),
+                   np.ascontiguousarray(matrix, dtype=np.float32), shift,
+                   hashlib.sha256(weights).hexdigest()[:16])
+
+    @property
+    def dim(self) -> int:
+        return int(self.W.shape[0])
+
+    # --- per-sequence work ----------------------------------------------------------------
+    def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
+        """float32 (L, d) embeddings of each sequence, in padded batches of similar lengths
+        (the encoder zeroes padding, so each equals the sequence embedded alone)."""
+        from homalign.model.encoder import PAD
+
+        out: list[np.ndarray | None] = [None] * len(codes)
+        order = np.argsort([len(c) for c in codes], kind="stable")
+        start = 0
+        enc = self.model.encoder
+        while start < len(order):
+            longest = len(codes[order[start]])
+            stop = start + 1
+            while stop < len(order):
+                longest = max(longest, len(codes[order[stop]]))
+                if longest * (stop + 1 - start) > EMBED_BATCH_RESIDUES:
+                    break
+                stop += 1
+            idx = order[start:stop]
+            L = max(len(codes[k]) for k in idx)
+            batch = np.full((len(idx), L), PAD, dtype=np.int64)
+            for r, k in enumerate(idx):
+                batch[r, :len(codes[k])] = codes[k]
+            with torch.no_grad():
+                e = enc(torch.from_numpy(batch)).numpy()
+            for r, k in enumerate(idx):
+                out[k] = np.ascontiguousarray(e[r, :len(codes[k])], dtype=np.float32)
+            start = stop
+        return out  # type: ignore[return-value]
+
+    def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each."""
+        sc = self.model.scorer
+        with torch.no_grad():
+            t = torch.from_numpy(np.ascontiguousarray(e, dtype=np.float32))
+            o, x = sc.gap_costs(t)
+        return o.numpy(), x.numpy()
+
+    def query(self, codes: np.ndarray, embedding: np.ndarray | None = None,
+              profile: np.ndarray | None = None) -> QueryRep:
+        """The query's side: ``embedding`` (Lq, d) if already computed; ``profile`` (Lq, K)
+        residue weights of a query profile (iterative search) instead of its one-hot residues."""
+        e = self.embed_many([codes])[0] if embedding is None else np.asarray(
+            embedding, dtype=np.float32).reshape(len(codes), self.dim)
+        if profile is None:
+            rows = self.matrix[np.asarray(codes, dtype=np.int64)]  # (Lq, K)
+        else:
+            rows = np.asarray(profile, dtype=np.float32) @ self.matrix
+        o, x = self.gap_costs(e)
+        return QueryRep(np.ascontiguousarray(e @ self.W, dtype=np.float32),
+                        np.ascontiguousarray(rows - self.shift, dtype=np.float32), o, x)
+
+    # --- many targets ----------------------------------------------------------------------
+    def scores(self, q: QueryRep, codes: np.ndarray, embeddings: np.ndarray,
+               lengths: np.ndarray) -> np.ndarray:
+        """float64 ranking score of the query against targets packed back to back:
+        ``codes`` (N,), ``embeddings`` (N, d) (float16 or float32), ``lengths`` (n,)."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        n_res = int(lengths.sum())
+        if len(codes) != n_res or len(embeddings) != n_res:
+            raise ValueError("codes, embeddings and lengths disagree")
+        if n_res == 0:
+            return np.zeros(len(lengths))
+        # one matrix product gives both terms: [A | profile] @ [E | onehot(codes)]^T
+        d, K = self.dim, q.profile.shape[1]
+        T = np.zeros((n_res, d + K), dtype=np.float32)
+        T[:, :d] = embeddings
+        T[np.arange(n_res), d + np.asarray(codes, dtype=np.int64)] = 1.0
+        Q = np.concatenate([q.A, q.profile], axis=1)
+        S = torch.from_numpy(Q) @ torch.from_numpy(T).T                       # (Lq, N)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        # Cauchy-Schwarz bound on S; the exact maximum only when the bound is not enough
+        bound = float(np.linalg.norm(q.A, axis=1).max() * np.linalg.norm(T[:, :d], axis=1).max()
+                      + q.profile.max())
+        too_big = bound > MAX_CELL_SCORE and bool((S.max() > MAX_CELL_SCORE).item())
+        S_np = S.numpy()
+        if too_big:
+            cell_max = np.maximum.reduceat(S_np.max(axis=0), starts)
+        torch.exp(S, out=S)
+        o, x = self.gap_costs(T[:, :d])
+        out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x)
+        if too_big:  # exact float64 log-space path for the (pathological) targets
+            from homalign.dp import GapCosts
+            from homalign.dp.posterior import log_partition
+
+            for k in np.flatnonzero(np.asarray(cell_max) > MAX_CELL_SCORE):
+                a, b = starts[k], starts[k] + lengths[k]
+                Sk = (q.A @ np.asarray(embeddings[a:b], dtype=np.float32).T
+                      + q.profile[:, codes[a:b]])
+                g = GapCosts.from_vectors(len(q.open), int(lengths[k]), q_ins_open=q.open,
+                                          q_ins_ext=q.extend, t_del_open=o[a:b],
+                                          t_del_ext=x[a:b])
+                out[k] = log_partition(np.ascontiguousarray(Sk, dtype=np.float32), g,
+                                       mode="local", method="log")
+        return out
+
+
+__all__ = ["EMBED_BATCH_RESIDUES", "QueryRep", "RankingModel"]

@@ -1,0 +1,166 @@
+"""The learned search's batched path: stored target embeddings, one compiled pass per batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+from tests.proteins import mutate, random_protein
+
+from homalign.dp import GapCosts
+from homalign.dp.forward_batch import local_forward_batch
+from homalign.dp.posterior import log_partition
+from homalign.errors import InputError
+from homalign.io import FastaRecord, write_fasta
+from homalign.methods.learned import ranking_model
+from homalign.model import load_bundled
+from homalign.model.homology import ranking_score
+from homalign.search import SequenceDB, makedb, open_database, search
+from homalign.search.embeddings import STORE_JSON, compute_embeddings, store_for
+from homalign.sequence import Sequence
+
+
+def _fasta(tmp_path: Path, proteins: list[Sequence]) -> Path:
+    path = tmp_path / "p.fa"
+    write_fasta(path, [FastaRecord(s.id, "", s.residues) for s in proteins])
+    return path
+
+
+def _reference(S, qo, qe, to, te) -> float:
+    g = GapCosts.from_vectors(S.shape[0], S.shape[1], q_ins_open=qo, q_ins_ext=qe,
+                              t_del_open=to, t_del_ext=te)
+    return log_partition(S, g, mode="local", method="log")
+
+
+@pytest.mark.parametrize("n_targets", [1, 3, 8, 13])
+def test_forward_batch_equals_the_log_space_reference(n_targets: int) -> None:
+    rng = np.random.default_rng(n_targets)
+    lq = int(rng.integers(1, 40))
+    lts = rng.integers(1, 50, n_targets)
+    lts[0] = 1  # a one-residue target
+    S = [rng.normal(-0.5, 2.0, (lq, lt)).astype(np.float32) for lt in lts]
+    S[-1][0, 0] = 25.0  # an extreme cell
+    qo, qe = rng.uniform(0.2, 4, lq), rng.uniform(0.01, 1, lq)
+    to = [rng.uniform(0.2, 4, lt) for lt in lts]
+    te = [rng.uniform(0.01, 1, lt) for lt in lts]
+    ref = np.array([_reference(s, qo.astype(np.float32), qe.astype(np.float32),
+                               a.astype(np.float32), b.astype(np.float32))
+                    for s, a, b in zip(S, to, te, strict=True)])
+    starts = np.concatenate(([0], np.cumsum(lts)[:-1]))
+    got = local_forward_batch(np.exp(np.concatenate(S, axis=1)), starts, lts,
+                              qo.astype(np.float32), qe.astype(np.float32),
+                              np.concatenate(to).astype(np.float32),
+                              np.concatenate(te).astype(np.float32))
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_forward_batch_of_hopeless_pairs_is_the_empty_alignment() -> None:
+    S = np.full((4, 5), -60.0, dtype=np.float32)
+    got = local_forward_batch(np.exp(S), np.array([0]), np.array([5]), np.ones(4), np.ones(4),
+                              np.ones(5), np.ones(5))
+    assert got[0] == pytest.approx(np.log1p(20 * np.exp(-60.0)), abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def proteins() -> list[Sequence]:
+    rng = np.random.default_rng(5)
+    base = [random_protein(rng, int(rng.integers(30, 160))) for _ in range(12)]
+    seqs = [Sequence(f"p{i}", s) for i, s in enumerate(base)]
+    seqs += [Sequence(f"m{i}", mutate(rng, s, 0.5)) for i, s in enumerate(base[:6])]
+    seqs.append(Sequence("tiny", "MK"))
+    return seqs
+
+
+def test_batched_scores_equal_the_one_pair_path(proteins: list[Sequence]) -> None:
+    rm = ranking_model()
+    assert rm is not None
+    model, meta = load_bundled("learned_search")
+    q = proteins[0]
+    ref = np.array([ranking_score(model, meta, q.codes, model.embed(q.codes), t.codes,
+                                  model.embed(t.codes)) for t in proteins])
+    E = rm.embed_many([t.codes for t in proteins])
+    for k, t in enumerate(proteins):  # padded batches embed each sequence as alone
+        np.testing.assert_allclose(E[k], model.embed(t.codes)[0].numpy(), atol=1e-5)
+    args = (np.concatenate([t.codes for t in proteins]), np.concatenate(E),
+            np.array([len(t) for t in proteins]))
+    got = rm.scores(rm.query(q.codes), *args)
+    np.testing.assert_allclose(got, ref, rtol=1e-4)
+    got16 = rm.scores(rm.query(q.codes), args[0], args[1].astype(np.float16), args[2])
+    np.testing.assert_allclose(got16, ref, rtol=1e-3)
+
+
+def test_search_scores_are_the_one_pair_scores_at_any_thread_count(proteins) -> None:
+    model, meta = load_bundled("learned_search")
+    db = SequenceDB.from_sequences(proteins)
+    q = proteins[1]
+    by_threads = []
+    old = numba.get_num_threads()
+    try:
+        for n in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(n)
+            hits = search(q, db, method="learned", evalue=1e9, prefilter=False, traceback=False)
+            by_threads.append([(h.target_id, h.score, h.evalue) for h in hits])
+    finally:
+        numba.set_num_threads(old)
+    assert by_threads[0] == by_threads[1]
+    e_q = model.embed(q.codes)
+    for tid, score, _ in by_threads[0]:
+        t = db.sequence(db.index_of(tid))
+        ref = ranking_score(model, meta, q.codes, e_q, t.codes, model.embed(t.codes))
+        assert score == pytest.approx(ref, rel=1e-4)
+
+
+def test_makedb_stores_embeddings_that_search_reads(proteins, tmp_path: Path) -> None:
+    fasta = _fasta(tmp_path, proteins)
+    out = makedb(fasta, tmp_path / "db")
+    meta = json.loads((out / STORE_JSON).read_text())
+    rm = ranking_model()
+    assert meta["weights"] == rm.fingerprint and meta["dtype"] == "float16"
+    disk = open_database(out)
+    store = store_for(disk, rm)
+    assert isinstance(store.residues, np.memmap) and store.residues.dtype == np.float16
+    mem = compute_embeddings(SequenceDB.from_fasta(fasta), rm, dtype="float32")
+    np.testing.assert_allclose(np.asarray(store.residues, dtype=np.float32), mem, atol=2e-2)
+    a = search(proteins[2], disk, method="learned", evalue=1e9, traceback=False)
+    b = search(proteins[2], SequenceDB.from_fasta(fasta), method="learned", evalue=1e9,
+               traceback=False)
+    assert [h.target_id for h in a][:3] == [h.target_id for h in b][:3]
+    np.testing.assert_allclose([h.score for h in a], [h.score for h in b], rtol=1e-3)
+
+
+def test_a_store_of_other_weights_is_refused_naming_both(proteins, tmp_path: Path) -> None:
+    fasta = _fasta(tmp_path, proteins)
+    out = makedb(fasta, tmp_path / "db")
+    meta = json.loads((out / STORE_JSON).read_text())
+    meta["weights"] = "0123456789abcdef"
+    (out / STORE_JSON).write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="0123456789abcdef.*" + ranking_model().fingerprint):
+        search(proteins[0], open_database(out), method="learned")
+    (out / "learned_residues.npy").write_bytes(b"short")
+    with pytest.raises(InputError, match="cut short"):
+        search(proteins[0], open_database(out), method="learned")
+
+
+def test_a_killed_makedb_leaves_nothing_a_later_run_does_not_clean(proteins, tmp_path) -> None:
+    fasta = _fasta(tmp_path, proteins)
+    code = ("import os, sys; from homalign.search import database as d\n"
+            "orig = d._write_file\n"
+            "def boom(path, *a, **k):\n"
+            "    if path.name == 'manifest.json': os.kill(os.getpid(), 9)\n"
+            "    return orig(path, *a, **k)\n"
+            "d._write_file = boom\n"
+            f"d.makedb({str(fasta)!r}, {str(tmp_path / 'db')!r})\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert r.returncode == -9
+    assert not (tmp_path / "db").exists()
+    assert list(tmp_path.glob(".db.tmp-*"))  # the killed build's leftovers
+    makedb(fasta, tmp_path / "db")
+    assert not list(tmp_path.glob(".db.tmp-*"))
+    assert (tmp_path / "db" / "manifest.json").exists()
+    assert os.path.isdir(tmp_path / "db")
