@@ -22,6 +22,7 @@ from homalign.evaluate.homology import (
     mean_sensitivity,
     precision_recall,
     query_sensitivity,
+    rank_by_evalue,
     rank_by_score,
     run_benchmark,
     run_peer,
@@ -101,6 +102,12 @@ def test_sensitivities_sort_by_score_and_skip_unscorable_queries(index):
     assert per["q"] == {"family": 1.0, "superfamily": 1 / 4, "fold": 0.0}
     assert mean_sensitivity(per) == per["q"]
     assert rank_by_score([("a", 1.0), ("b", 3.0), ("c", 1.0)]) == ["b", "a", "c"]
+    # the walk follows E-values (ties by score): a high score with a worse E-value comes later
+    assert rank_by_evalue([("a", 9.0, 1e-3), ("b", 5.0, 1e-5), ("c", 7.0, 1e-5),
+                           ("d", 1.0, 0.0)]) == ["d", "c", "b", "a"]
+    walked = sensitivities({"q": [("f1", 1.0, 1e-9), ("x1", 99.0, 1e-3), ("f2", 2.0, 1e-6)]},
+                           ["q"], index)
+    assert walked["q"]["family"] == 1.0
 
 
 def test_precision_recall_at_evalue_thresholds(index):

@@ -164,3 +164,50 @@ def test_a_killed_makedb_leaves_nothing_a_later_run_does_not_clean(proteins, tmp
     assert not list(tmp_path.glob(".db.tmp-*"))
     assert (tmp_path / "db" / "manifest.json").exists()
     assert os.path.isdir(tmp_path / "db")
+
+
+def test_cli_learned_search_is_the_same_at_one_and_two_threads(proteins, tmp_path) -> None:
+    from homalign.cli import main
+
+    fasta = _fasta(tmp_path, proteins)
+    assert main(["makedb", str(fasta), str(tmp_path / "db"), "-j", "1", "--no-progress"]) == 0
+    q = tmp_path / "q.fa"
+    write_fasta(q, [FastaRecord(s.id, "", s.residues) for s in proteins[:3]])
+    outs = []
+    for n in ("1", "2"):
+        out = tmp_path / f"hits{n}.tsv"
+        assert main(["search", str(q), str(tmp_path / "db"), "--method", "learned", "-j", n,
+                     "--no-progress", "-o", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+    first = outs[0].splitlines()[0].split("\t")
+    assert first[0] == first[1] == proteins[0].id  # the self hit ranks first
+
+
+def test_overflowing_cells_take_the_exact_path(proteins) -> None:
+    import dataclasses
+
+    rm = ranking_model()
+    big = dataclasses.replace(rm, W=rm.W * 40.0)  # cells far above MAX_CELL_SCORE
+    q, ts = proteins[0], proteins[1:5]
+    E = big.embed_many([t.codes for t in ts])
+    qr = big.query(q.codes)
+    got = big.scores(qr, np.concatenate([t.codes for t in ts]), np.concatenate(E),
+                     np.array([len(t) for t in ts]))
+    for k, t in enumerate(ts):
+        S = (qr.A @ E[k].T + qr.profile[:, t.codes.astype(np.int64)]).astype(np.float32)
+        o, x = big.gap_costs(E[k])
+        ref = _reference(S, qr.open, qr.extend, o, x)
+        assert np.isfinite(got[k]) and got[k] == pytest.approx(ref, rel=1e-5)
+
+
+@pytest.mark.parametrize("two_hit", [True, False])
+def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: bool) -> None:
+    from homalign.search.prefilter import prefilter_scores, prefilter_scores_indexed
+
+    db = SequenceDB.from_sequences(proteins)
+    for q in proteins[:6] + [proteins[-1]]:
+        a = prefilter_scores(q.codes, db, two_hit=two_hit)
+        b = prefilter_scores_indexed(q.codes, db, two_hit=two_hit)
+        np.testing.assert_array_equal(a, b)
+        assert a[db.index_of(q.id)] > 0 or len(q) < 3

@@ -74,6 +74,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="number of Ray workers with --ray (default 2)")
     p.add_argument("--shard", choices=("queries", "db"), default="queries",
                    help="with --ray: split the queries (default) or the database")
+    p.add_argument("-j", "--threads", type=_positive_int, default=None,
+                   help="threads for numba, torch and BLAS (default: all cores); results are "
+                        "the same at any count")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
 
@@ -115,7 +118,9 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
 def run(args: argparse.Namespace) -> int:
     from homalign.search import open_database, search_many, write_hits
     from homalign.sequence import read_sequences
+    from homalign.threads import set_threads
 
+    set_threads(args.threads)
     queries = read_sequences(args.query)
     if not queries:
         raise ValueError(f"{args.query}: no query sequences")

@@ -4,12 +4,12 @@ The same three-state model and alignment set as :func:`homalign.dp.posterior.log
 local mode at temperature 1, for the gap structure of the learned aligner: position-specific
 costs on the query's residues against gaps (``q_ins_*``) and on the target's residues against
 gaps (``t_del_*``), the other four vectors zero. Each target ``k`` is a column block
-``X[:, start[k]:start[k] + length[k]]`` of one packed matrix of *match weights*
-``X[i, j] = exp(S[i, j])`` (the caller computes ``S`` for all candidates with one matrix
-product and exponentiates it with numpy's SIMD ``exp``), so this kernel only runs the
-recurrences, in probability space with one scale factor per row:
+``X[:, start[k]:start[k] + length[k]]`` of one packed matrix; the *match weight* of a cell is
+``exp(S[i, j]) = X[i, j] R[i, c_j]``, a context term times a residue table ``R`` looked up by
+the target residue code ``c_j`` (the caller computes ``X`` for all candidates with one matrix
+product and one vectorised ``exp``), so this kernel only runs the recurrences, in probability space with one scale factor per row:
 
-    m[i, j] = X[i-1, j-1] (1 + m[i-1, j-1] + x[i-1, j-1] + y[i-1, j-1])
+    m[i, j] = X[i-1, j-1] R[i-1, c_j] (1 + m[i-1, j-1] + x[i-1, j-1] + y[i-1, j-1])
     x[i, j] = a_i (m[i-1, j] + y[i-1, j]) + b_i x[i-1, j]          (query residue vs gap)
     y[i, j] = c_j (m[i, j-1] + x[i, j-1]) + d_j y[i, j-1]          (target residue vs gap)
     Z = 1 + sum_{i, j} m[i, j]
@@ -30,7 +30,7 @@ from numba import njit, prange
 
 
 @njit(cache=True, nogil=True, fastmath=True)
-def _forward_one(X, start, lt, qa, qb, tc, td):  # noqa: ANN001, ANN201
+def _forward_one(X, start, lt, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN201
     lq = X.shape[0]
     f0 = np.float32(0.0)
     mp = np.zeros(lt + 1, dtype=np.float32)
@@ -41,6 +41,7 @@ def _forward_one(X, start, lt, qa, qb, tc, td):  # noqa: ANN001, ANN201
     y = np.zeros(lt + 1, dtype=np.float32)
     c = tc[start:start + lt]
     d = td[start:start + lt]
+    cj = codes[start:start + lt]
     log_scale = 0.0  # log of the factor that turns the previous row's values into true weights
     log_z = 0.0  # log(1): the empty alignment
     for i in range(lq):
@@ -48,8 +49,9 @@ def _forward_one(X, start, lt, qa, qb, tc, td):  # noqa: ANN001, ANN201
         a = qa[i]
         b = qb[i]
         row = X[i, start:start + lt]
+        r = R[i]
         for j in range(1, lt + 1):
-            m[j] = row[j - 1] * (begin + mp[j - 1] + xp[j - 1] + yp[j - 1])
+            m[j] = row[j - 1] * r[cj[j - 1]] * (begin + mp[j - 1] + xp[j - 1] + yp[j - 1])
             x[j] = a * (mp[j] + yp[j]) + b * xp[j]
         yv = f0
         for j in range(1, lt + 1):
@@ -78,17 +80,22 @@ def _forward_one(X, start, lt, qa, qb, tc, td):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True, parallel=True)
-def _forward_many(X, starts, lengths, qa, qb, tc, td):  # noqa: ANN001, ANN201
+def _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN201
     out = np.empty(len(starts))
     for k in prange(len(starts)):
-        out[k] = _forward_one(X, starts[k], lengths[k], qa, qb, tc, td)
+        out[k] = _forward_one(X, starts[k], lengths[k], qa, qb, tc, td, codes, R)
     return out
 
 
 def local_forward_batch(X: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                         q_open: np.ndarray, q_ext: np.ndarray, t_open: np.ndarray,
-                        t_ext: np.ndarray) -> np.ndarray:
+                        t_ext: np.ndarray, codes: np.ndarray | None = None,
+                        R: np.ndarray | None = None) -> np.ndarray:
     """float64 local log-partition of each target block of ``X`` (see the module docstring).
+
+    With ``codes`` (N,) (residue codes of the packed targets) and ``R`` (Lq, K) the match weight
+    of cell (i, j) is ``X[i, j] * R[i, codes[j]]``: a residue-pair table times a context term,
+    so that ``X`` can be the exp of a plain matrix product.
 
     ``X`` float32 (Lq, N): match weights ``exp(S)`` of all targets side by side; target ``k`` is
     columns ``starts[k]:starts[k] + lengths[k]``. ``q_open``/``q_ext`` (Lq,) and
@@ -113,9 +120,17 @@ def local_forward_batch(X: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
         raise ValueError(f"query gap vectors must have length {lq}")
     if vec[2].shape != (n,) or vec[3].shape != (n,):
         raise ValueError(f"target gap vectors must have length {n}")
+    if codes is None or R is None:
+        codes = np.zeros(n, dtype=np.uint8)
+        R = np.ones((lq, 1), dtype=np.float32)
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    R = np.ascontiguousarray(R, dtype=np.float32)
+    if codes.shape != (n,) or R.ndim != 2 or R.shape[0] != lq or (
+            n and int(codes.max()) >= R.shape[1]):
+        raise ValueError("codes must have one entry per column of X, each a column of R")
     qa, qb, tc, td = (np.exp(-v).astype(np.float32) for v in (
         vec[0] + vec[1], vec[1], vec[2] + vec[3], vec[3]))
-    return _forward_many(X, starts, lengths, qa, qb, tc, td)
+    return _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R)
 
 
 __all__ = ["local_forward_batch"]

@@ -175,14 +175,25 @@ def rank_by_score(hits: Iterable[tuple[str, float]]) -> list[str]:
     return [items[k][0] for k in order]
 
 
+def rank_by_evalue(hits: Iterable[tuple[str, float, float]]) -> list[str]:
+    """Target ids in the order a search reports them: E-value ascending, ties (e.g. blastp's
+    0.0) by score descending, then as given."""
+    items = list(hits)
+    order = sorted(range(len(items)), key=lambda k: (items[k][2], -items[k][1]))
+    return [items[k][0] for k in order]
+
+
 def sensitivities(results: dict[str, list[tuple[str, float, float]]], queries: Sequence[str],
                   index: ScopIndex) -> dict[str, dict[str, float]]:
-    """Per scored query: its sensitivities. ``results``: query → [(target, score, evalue)]."""
+    """Per scored query: its sensitivities. ``results``: query → [(target, score, evalue)],
+    walked in E-value order (:func:`rank_by_evalue`): what each tool reports first. For a
+    score whose E-value corrects for the target's length (the learned search's null law) the
+    order differs from the raw score's."""
     out = {}
     for q in queries:
         if not index.scorable(q):
             continue
-        ranked = rank_by_score((t, s) for t, s, _e in results.get(q, []))
+        ranked = rank_by_evalue(results.get(q, []))
         out[q] = query_sensitivity(q, ranked, index)
     return out
 
@@ -492,7 +503,9 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
     ``METHOD@N+msadb`` runs ``METHOD@N`` with the MSA database ``target_msa`` (the
     ``target_msa=`` of :func:`homalign.profile.iterative.iterative_search`)."""
     from homalign.search import SequenceDB
+    from homalign.threads import set_threads
 
+    set_threads(threads)  # homalign's methods get the peers' thread count
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     labels = labels_from_fasta(db_fasta)

@@ -137,37 +137,35 @@ class RankingModel:
             raise ValueError("codes, embeddings and lengths disagree")
         if n_res == 0:
             return np.zeros(len(lengths))
-        # one matrix product gives both terms: [A | profile] @ [E | onehot(codes)]^T
-        d, K = self.dim, q.profile.shape[1]
-        T = np.zeros((n_res, d + K), dtype=np.float32)
-        T[:, :d] = embeddings
-        T[np.arange(n_res), d + np.asarray(codes, dtype=np.int64)] = 1.0
-        Q = np.concatenate([q.A, q.profile], axis=1)
-        S = torch.from_numpy(Q) @ torch.from_numpy(T).T                       # (Lq, N)
-        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-        # Cauchy-Schwarz bound on S; the exact maximum only when the bound is not enough
-        bound = float(np.linalg.norm(q.A, axis=1).max() * np.linalg.norm(T[:, :d], axis=1).max()
-                      + q.profile.max())
-        too_big = bound > MAX_CELL_SCORE and bool((S.max() > MAX_CELL_SCORE).item())
+        # exp(S) = exp(A E^T) * exp(profile)[i, code_j]: one matrix product, one exp, a lookup
+        E = np.ascontiguousarray(embeddings, dtype=np.float32)
+        S = torch.from_numpy(q.A) @ torch.from_numpy(E).T                  # (Lq, N)
         S_np = S.numpy()
-        if too_big:
-            cell_max = np.maximum.reduceat(S_np.max(axis=0), starts)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        # a target whose cells might overflow float32 (bilinear term + the best residue score
+        # above MAX_CELL_SCORE) goes to the float64 reference; Cauchy-Schwarz spares the scan
+        top = max(float(q.profile.max()), 0.0)
+        bound = float(np.linalg.norm(q.A, axis=1).max() * np.sqrt(
+            np.einsum("ij,ij->i", E, E).max())) + top
+        risky = np.zeros(len(lengths), dtype=bool)
+        if bound > MAX_CELL_SCORE:
+            risky = np.maximum.reduceat(S_np.max(axis=0), starts) + top > MAX_CELL_SCORE
+            if risky.any():
+                S_np[:, np.repeat(risky, lengths)] = 0.0
         torch.exp(S, out=S)
-        o, x = self.gap_costs(T[:, :d])
-        out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x)
-        if too_big:  # exact float64 log-space path for the (pathological) targets
+        o, x = self.gap_costs(E)
+        out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x, codes,
+                                  np.exp(q.profile))
+        for k in np.flatnonzero(risky):  # exact float64 log-space path (pathological inputs)
             from homalign.dp import GapCosts
             from homalign.dp.posterior import log_partition
 
-            for k in np.flatnonzero(np.asarray(cell_max) > MAX_CELL_SCORE):
-                a, b = starts[k], starts[k] + lengths[k]
-                Sk = (q.A @ np.asarray(embeddings[a:b], dtype=np.float32).T
-                      + q.profile[:, codes[a:b]])
-                g = GapCosts.from_vectors(len(q.open), int(lengths[k]), q_ins_open=q.open,
-                                          q_ins_ext=q.extend, t_del_open=o[a:b],
-                                          t_del_ext=x[a:b])
-                out[k] = log_partition(np.ascontiguousarray(Sk, dtype=np.float32), g,
-                                       mode="local", method="log")
+            a, b = starts[k], starts[k] + lengths[k]
+            Sk = q.A @ E[a:b].T + q.profile[:, np.asarray(codes[a:b], dtype=np.int64)]
+            g = GapCosts.from_vectors(len(q.open), int(lengths[k]), q_ins_open=q.open,
+                                      q_ins_ext=q.extend, t_del_open=o[a:b], t_del_ext=x[a:b])
+            out[k] = log_partition(np.ascontiguousarray(Sk, dtype=np.float32), g, mode="local",
+                                   method="log")
         return out
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from homalign.alphabet import N_AA
 from homalign.matrices import substitution_matrix
@@ -213,10 +213,106 @@ def _prefilter_kernel(q: np.ndarray, qids: np.ndarray, nb_start: np.ndarray, nb:
     return best
 
 
+@njit(cache=True)
+def _query_table(qids: np.ndarray, nb_start: np.ndarray, nb: np.ndarray,
+                 n_words: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of the query's neighbourhood words: word ``w`` occurs (as a neighbour of the query
+    k-mer there) at query positions ``pos[start[w]:start[w+1]]``, ascending."""
+    counts = np.zeros(n_words + 1, dtype=np.int64)
+    for i in range(len(qids)):
+        w = qids[i]
+        if w >= 0:
+            for p in range(nb_start[w], nb_start[w + 1]):
+                counts[nb[p] + 1] += 1
+    start = np.cumsum(counts)
+    fill = start[:-1].copy()
+    pos = np.empty(start[-1], dtype=np.int32)
+    for i in range(len(qids)):
+        w = qids[i]
+        if w >= 0:
+            for p in range(nb_start[w], nb_start[w + 1]):
+                v = nb[p]
+                pos[fill[v]] = i
+                fill[v] += 1
+    return start, pos
+
+
+@njit(cache=True, parallel=True)
+def _scan_kernel(q: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
+                 db_codes: np.ndarray, db_offsets: np.ndarray, M: np.ndarray, k: int,
+                 window: int, two_hit: bool, xdrop: float, n_aa: int) -> np.ndarray:
+    """BLAST's scan: stream every database sequence once, look each of its k-mers up in the
+    query's neighbourhood table. Hits on one diagonal arrive in increasing query position, as in
+    :func:`_prefilter_kernel`, so the two-hit and extension rules give the same scores."""
+    n_seqs = len(db_offsets) - 1
+    Lq = len(q)
+    best = np.zeros(n_seqs, dtype=np.float32)
+    for t in prange(n_seqs):
+        a = db_offsets[t]
+        Lt = db_offsets[t + 1] - a
+        if Lt < k:
+            continue
+        tseq = db_codes[a:a + Lt]
+        last = np.zeros(Lt + Lq, dtype=np.int32)  # diagonal j - i + Lq - 1
+        one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
+        top = np.float32(0.0)
+        for j in range(Lt - k + 1):
+            w = 0
+            bad = False
+            for s in range(k):
+                c = tseq[j + s]
+                if c >= n_aa:
+                    bad = True
+                w = w * n_aa + min(c, n_aa - 1)
+            if bad:
+                continue
+            for h in range(tab_start[w], tab_start[w + 1]):
+                i = tab_pos[h]
+                slot = j - i + Lq - 1
+                prev = last[slot]
+                if prev < 0:
+                    if i < -prev - 1:
+                        continue  # inside a segment already extended
+                    prev = 0
+                fire = False
+                if one_hit:
+                    fire = True
+                elif prev > 0:
+                    dist = i - (prev - 1)
+                    if dist >= k and dist <= window:
+                        fire = True
+                    elif dist > window:
+                        last[slot] = i + 1
+                else:
+                    last[slot] = i + 1
+                if fire:
+                    sc, end = _xdrop_extend(q, tseq, i, j, M, xdrop)
+                    last[slot] = -(max(end, i + k) + 1)
+                    if sc > top:
+                        top = np.float32(sc)
+        best[t] = top
+    return best
+
+
 def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
                      threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
                      two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
     """float32 best ungapped diagonal score of every database sequence (0: no k-mer hit)."""
+    k = db.k
+    nb_start, nb = neighbourhoods(matrix, k, threshold)
+    M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
+    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    qids = kmer_ids(q, k)
+    tab_start, tab_pos = _query_table(qids, nb_start, nb, N_AA ** k)
+    return _scan_kernel(q, tab_start, tab_pos, db.codes, db.offsets, M, k, int(window),
+                        bool(two_hit), float(xdrop), N_AA)
+
+
+def prefilter_scores_indexed(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
+                             threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
+                             two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
+    """:func:`prefilter_scores` through the database's k-mer index (the same scores; kept as the
+    reference the scan is tested against)."""
     index: KmerIndex = db.index
     k = index.k
     nb_start, nb = neighbourhoods(matrix, k, threshold)

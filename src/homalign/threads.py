@@ -1,0 +1,48 @@
+"""One thread count for everything that computes: numba kernels, torch and the BLAS below numpy.
+
+``homalign search/makedb --threads N`` (``-j N``) call :func:`set_threads` once; the default is
+every core this process may run on. Setting all three together keeps them from oversubscribing
+the cores (numba's ``prange`` and torch's intra-op pool each start a pool of their own). Results
+never depend on the count: the kernels parallelise over targets, each target's arithmetic is
+sequential.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def set_threads(n: int | None = None) -> int:
+    """Use ``n`` threads (None: :func:`available_cores`) in numba, torch and BLAS; returns n."""
+    import numba
+
+    n = available_cores() if n is None else int(n)
+    if n < 1:
+        raise ValueError(f"threads must be at least 1, got {n}")
+    n_numba = min(n, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(n_numba)
+    try:
+        import torch
+
+        torch.set_num_threads(n)
+    except ImportError:
+        pass
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+    except ImportError:
+        pass
+    os.environ["OMP_NUM_THREADS"] = str(n)  # child processes (peers) follow
+    return n
+
+
+__all__ = ["available_cores", "set_threads"]
