@@ -5,10 +5,16 @@ package :mod:`homalign.search`, imported on first use), the :class:`Alignment` a
 :class:`Sequence` types, and the method registry in :mod:`homalign.methods`.
 """
 
-from homalign.alignment import Alignment
-from homalign.api import align
-from homalign.errors import HomalignError, InputError
-from homalign.sequence import Sequence, read_sequences
+import os as _os
+
+# OpenMP workers (torch's) sleep between parallel regions instead of spinning, so that numba's
+# kernels get the cores right after a torch call (the learned search alternates the two)
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from homalign.alignment import Alignment  # noqa: E402
+from homalign.api import align  # noqa: E402
+from homalign.errors import HomalignError, InputError  # noqa: E402
+from homalign.sequence import Sequence, read_sequences  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Alignment", "HomalignError", "InputError", "Sequence", "align", "read_sequences",

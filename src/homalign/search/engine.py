@@ -37,10 +37,12 @@ from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues, evd_params
 
 MAX_QUERY_LENGTH = 40_000
-#: the learned ranking scores the prefilter's best 500 targets by ungapped score (the sw
-#: default keeps 1,000): on 100 held-out train-fold SCOPe queries its superfamily
-#: sensitivity is the same with 500 as with 1,000 (0.1373 / 0.1372; 300: 0.1358), at half the cost
-LEARNED_MAX_SEQS = 500
+#: the learned ranking scores the 150 best of the prefilter's 1,000 targets by Smith-Waterman
+#: score (compiled, :mod:`homalign.search.kernels`): on 100 held-out train-fold SCOPe queries,
+#: superfamily / family sensitivity 0.1383 / 0.4807 against 0.1372 / 0.4683 for all 1,000
+#: (100: 0.1367 / 0.4741; 200: 0.1379 / 0.4729; 300: 0.1369 / 0.4729; the best 500 by
+#: ungapped score: 0.1373 / 0.4536; SW's best 150 of the ungapped best 500: 0.1372 / 0.4553)
+LEARNED_RESCORE = 150
 BATCH = 128
 _FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
 
@@ -127,6 +129,17 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     return out
 
 
+def _best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
+    """The ``n`` candidates with the best BLOSUM62 11/1 local scores (ascending indices);
+    targets identical to the query always stay."""
+    from homalign.search.prefilter import exact_matches
+
+    sw = sw_scores(q.codes, db.codes, db.offsets, cand).astype(np.float64)
+    sw[np.isin(cand, exact_matches(q.codes, db))] = np.inf
+    keep = np.argsort(-sw, kind="stable")[:n]
+    return np.sort(cand[keep])
+
+
 def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: int,
                options: dict[str, Any]) -> Alignment:
     from homalign.dp import align as dp_align
@@ -158,6 +171,7 @@ def search(
     target_reps: TargetReps | None = None,
     candidates: np.ndarray | None = None,
     traceback: bool = True,
+    rescore: int | None = LEARNED_RESCORE,
     **method_options: Any,
 ) -> list[Hit]:
     """Search ``query`` against ``db`` with a registered method; hits sorted by E-value.
@@ -165,7 +179,9 @@ def search(
     ``db_size`` = (residues, sequences) overrides the database size used for E-values (a shard
     of a larger database); ``params`` overrides the E-value parameters; ``candidates`` (database
     indices) replaces the prefilter; ``target_reps`` shares prepared targets across queries;
-    ``traceback=False`` skips the alignments (``Hit.alignment`` is None; for rankings only).
+    ``traceback=False`` skips the alignments (``Hit.alignment`` is None; for rankings only);
+    ``rescore`` (methods with a batched ranking, i.e. ``learned``): after the prefilter, only
+    the best ``rescore`` candidates by Smith-Waterman score are scored (None: all).
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")
@@ -183,10 +199,9 @@ def search(
     if candidates is not None:
         cand = np.asarray(candidates, dtype=np.int64)
     elif prefilter:
-        pf_opts = dict(prefilter_options or {})
-        if ranking is not None and pf_opts.get("max_seqs") is None:
-            pf_opts["max_seqs"] = LEARNED_MAX_SEQS
-        cand = run_prefilter(q.codes, db, **pf_opts)
+        cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
+        if ranking is not None and rescore is not None and len(cand) > rescore:
+            cand = _best_by_sw(q, db, cand, rescore)
     else:
         cand = np.arange(len(db), dtype=np.int64)
 
@@ -272,7 +287,7 @@ def search_many(
     qs = list(queries)
     m = get_method(method)
     known = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-             "params", "max_query_length", "candidates", "traceback"}
+             "params", "max_query_length", "candidates", "traceback", "rescore"}
     method_options = {k: v for k, v in kwargs.items() if k not in known}
     reps = None
     if m.prepare is not None and m.score is not None:
