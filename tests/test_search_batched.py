@@ -211,3 +211,41 @@ def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: b
         b = prefilter_scores_indexed(q.codes, db, two_hit=two_hit)
         np.testing.assert_array_equal(a, b)
         assert a[db.index_of(q.id)] > 0 or len(q) < 3
+
+
+def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(proteins) -> None:
+    from homalign.search.engine import _best_by_sw
+    from homalign.search.kernels import sw_scores
+
+    db = SequenceDB.from_sequences(proteins)
+    q = proteins[3]
+    cand = np.arange(len(db))
+    kept = _best_by_sw(q, db, cand, 4)
+    assert len(kept) == 4 and db.index_of(q.id) in kept
+    sw = sw_scores(q.codes, db.codes, db.offsets, cand)
+    others = np.setdiff1d(cand, kept)
+    assert sw[kept].min() >= sw[others].max()
+    all_hits = search(q, db, method="learned", evalue=1e9, traceback=False, rescore=None,
+                      prefilter_options={"min_score": 0.0})
+    few = search(q, db, method="learned", evalue=1e9, traceback=False, rescore=3,
+                 prefilter_options={"min_score": 0.0})
+    assert len(few) == 3 and len(all_hits) > 3
+    by_id = {h.target_id: h.score for h in all_hits}
+    assert all(h.score == pytest.approx(by_id[h.target_id], rel=1e-6) for h in few)
+
+
+@pytest.mark.parametrize("matrix,go,ge", [("BLOSUM62", 11, 1), ("BLOSUM45", 15, 2),
+                                          ("PAM250", 10, 1), ("BLOSUM62", 0, 1)])
+def test_pyopal_scores_equal_the_numba_kernel(proteins, matrix: str, go: int, ge: int) -> None:
+    from homalign.search.kernels import sw_scores
+
+    db = SequenceDB.from_sequences(proteins)
+    targets = np.array([5, 0, 17, 3, len(db) - 1, 3])
+    for q in (proteins[0], proteins[-1], proteins[7]):
+        ref = sw_scores(q.codes, db.codes, db.offsets, targets, matrix=matrix, gap_open=go,
+                        gap_extend=ge)
+        got = sw_scores(q.codes, db.codes, db.offsets, targets, matrix=matrix, gap_open=go,
+                        gap_extend=ge, db=db)
+        np.testing.assert_array_equal(got, ref)
+    assert len(sw_scores(proteins[0].codes, db.codes, db.offsets, np.zeros(0, int),
+                         db=db)) == 0

