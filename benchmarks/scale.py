@@ -1,0 +1,145 @@
+"""The learned search against growing databases: makedb time, disk, peak RSS, time per query.
+
+    python benchmarks/scale.py build --sizes 34000,300000,1000000 --out runs/scale
+    python benchmarks/scale.py search --sizes 34000,300000 --out runs/scale --queries 20
+
+``build`` writes ``OUT/N.fa`` (the real 31,487: ASTRAL trainval plus the 20,000 UniProt
+sequences of Debian's mmseqs2-examples, then decoys: real sequences shuffled residue by residue
+with a fixed seed, ids ``decoy_K``) and ``OUT/N.db`` (``homalign makedb``, timed in a child
+process whose peak RSS is read from ``getrusage``). Both steps resume: an existing FASTA or
+database is kept. ``search`` runs ``homalign search --method learned`` with the first
+``--queries`` dev queries in a child process per size and writes ``OUT/scale.csv`` and
+``OUT/scale.png`` (seconds per query against database size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scope"
+UNIPROT = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
+
+
+def _real_records() -> list[tuple[str, str]]:
+    from homalign.io import read_fasta
+
+    out = [(r.id, r.sequence.upper()) for r in read_fasta(DATA / "astral-2.07-40.trainval.fa")]
+    with gzip.open(UNIPROT, "rt") as fh:
+        name, seq = None, []
+        for line in fh:
+            if line.startswith(">"):
+                if name is not None:
+                    out.append((name, "".join(seq)))
+                name, seq = "up_" + line[1:].split()[0], []
+            else:
+                seq.append(line.strip())
+        if name is not None:
+            out.append((name, "".join(seq)))
+    allowed = set("ACDEFGHIKLMNPQRSTVWYBZX")
+    return [(i, "".join(c if c in allowed else "X" for c in s)) for i, s in out if s]
+
+
+def build(sizes: list[int], out: Path, threads: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    real = _real_records()
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        fa = out / f"{n}.fa"
+        if not fa.exists():
+            tmp = fa.with_suffix(".fa.tmp")
+            with open(tmp, "w") as fh:
+                for k, (i, s) in enumerate(real[:n]):
+                    fh.write(f">{i}\n{s}\n")
+                for k in range(max(0, n - len(real))):
+                    i, s = real[int(rng.integers(len(real)))]
+                    fh.write(f">decoy_{k}\n{''.join(rng.permutation(list(s)))}\n")
+            tmp.replace(fa)
+        db = out / f"{n}.db"
+        if db.exists():
+            continue
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "homalign.cli", "makedb", str(fa), str(db), "-j",
+                        str(threads), "--no-progress"], check=True)
+        seconds = time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
+        with open(out / "build.csv", "a") as fh:
+            fh.write(f"{n},{seconds:.1f},{disk:.0f},{rss:.0f}\n")
+        print(f"makedb {n}: {seconds:.1f} s, {disk:.0f} MiB, peak RSS so far {rss:.0f} MiB",
+              file=sys.stderr)
+
+
+def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
+    from homalign.io import read_fasta
+
+    wanted = (DATA / "dev-queries.txt").read_text().split()[:n_queries]
+    by_id = {r.id: r.sequence for r in read_fasta(DATA / "astral-2.07-40.trainval.fa")}
+    qfa = out / "queries.fa"
+    qfa.write_text("".join(f">{i}\n{by_id[i]}\n" for i in wanted))
+    rows = []
+    for n in sizes:
+        db = out / f"{n}.db"
+        cmd = [sys.executable, "-c", (
+            "import resource, sys, time; from homalign.cli import main; t = time.perf_counter();"
+            f" rc = main(['search', {str(qfa)!r}, {str(db)!r}, '--method', 'learned', '-j',"
+            f" '{threads}', '--no-progress', '-o', {str(out / f'{n}.hits.tsv')!r}]);"
+            " print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+            " / 1024); sys.exit(rc)")]
+        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        seconds, rss = map(float, r.stdout.split()[-2:])
+        disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
+        rows.append({"sequences": n, "seconds_per_query": seconds / len(wanted),
+                     "peak_rss_mib": rss, "disk_mib": disk})
+        print(rows[-1], file=sys.stderr)
+    with open(out / "scale.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.loglog([r["sequences"] for r in rows], [r["seconds_per_query"] for r in rows], "o-",
+              color="C0", label="homalign search --method learned")
+    ax.set_xlabel("database sequences")
+    ax.set_ylabel("seconds per query")
+    ax.set_title(f"learned search time vs database size ({len(wanted)} dev queries)")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out / "scale.png", dpi=120)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("what", choices=("build", "search"))
+    p.add_argument("--sizes", default="34000,300000,1000000")
+    p.add_argument("--out", type=Path, default=Path("runs/scale"))
+    p.add_argument("--queries", type=int, default=20)
+    p.add_argument("-j", "--threads", type=int, default=2)
+    args = p.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    if not UNIPROT.exists():
+        print(f"missing {UNIPROT}: install Debian's mmseqs2-examples", file=sys.stderr)
+        return 1
+    if args.what == "build":
+        build(sizes, args.out, args.threads)
+    else:
+        search(sizes, args.out, args.queries, args.threads)
+    shutil.rmtree(args.out / "__pycache__", ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
