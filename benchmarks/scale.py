@@ -58,7 +58,7 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
         if not fa.exists():
             tmp = fa.with_suffix(".fa.tmp")
             with open(tmp, "w") as fh:
-                for k, (i, s) in enumerate(real[:n]):
+                for i, s in real[:n]:
                     fh.write(f">{i}\n{s}\n")
                 for k in range(max(0, n - len(real))):
                     i, s = real[int(rng.integers(len(real)))]

@@ -48,3 +48,29 @@ def test_ray_results_identical_to_single_process():
     assert _key(by_queries) == _key(single)
     assert _key(by_db) == _key(single)
     assert any(len(hits) == 7 for _q, hits in single)  # max_hits truncation was exercised
+
+
+@pytest.mark.slow
+def test_ray_learned_and_iterative_searches_identical_to_single_process(tmp_path):
+    from homalign.io import FastaRecord, write_fasta
+    from homalign.profile.iterative import iterative_search
+    from homalign.search import makedb, open_database
+
+    mem, queries = _db_and_queries()
+    fasta = tmp_path / "db.fa"
+    write_fasta(fasta, [FastaRecord(s.id, "", s.residues) for s in mem])
+    db = open_database(makedb(fasta, tmp_path / "db"))  # workers memory-map it from disk
+    kw = {"evalue": 10.0, "max_hits": 5}
+    learned = search_many(queries, db, "learned", progress=False, **kw)
+    iterative = [(q, iterative_search(q, db, 2, "sw", **kw)) for q in queries[:3]]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        by_queries = search_ray(queries, db, "learned", workers=2, shard="queries", **kw)
+        by_db = search_ray(queries, db, "learned", workers=2, shard="db", **kw)
+        it_ray = search_ray(queries[:3], db, "sw", workers=2, iterations=2, **kw)
+    finally:
+        ray.shutdown()
+    assert _key(by_queries) == _key(learned)
+    assert _key(by_db) == _key(learned)
+    assert _key(it_ray) == _key(iterative)
+    assert any(h.target_id == q.id for q, hits in learned for h in hits)

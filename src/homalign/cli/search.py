@@ -131,9 +131,21 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--neighbour-support needs --target-msa")
     if args.msa_db is not None and args.iterations < 2:
         raise ValueError("--msa-db needs --iterations 2 or more (it builds the query's MSA)")
-    if args.iterations > 1 or args.target_msa is not None:
-        if args.ray is not None:
-            raise ValueError("--iterations and --target-msa with --ray are not supported")
+    if (args.iterations > 1 or args.target_msa is not None) and args.ray is not None:
+        from homalign.profile.iterative import PSSM_METHODS
+        from homalign.search.ray_backend import search_ray
+
+        pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}
+        own = {} if args.method in PSSM_METHODS else opts
+        it_opts = {"neighbour_support": args.neighbour_support,
+                   "msa_db": args.msa_db}
+        results = search_ray(queries, args.db, args.method, address=args.ray,
+                             workers=args.workers, iterations=args.iterations,
+                             target_msa=args.target_msa, iterative_options=it_opts,
+                             evalue=args.evalue, max_hits=args.max_hits,
+                             prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                             **pssm, **own)
+    elif args.iterations > 1 or args.target_msa is not None:
         results = _iterative(queries, db, args, opts)
     elif args.ray is not None:
         from homalign.search.ray_backend import search_ray

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from numba import njit, prange
 
 from homalign.dp.forward_batch import local_forward_batch
 
@@ -33,6 +34,37 @@ EMBED_BATCH_RESIDUES = 16_384
 #: above this S the float32 match weight exp(S) could overflow; such a target (never seen with
 #: real proteins: per-residue scores are a few nats) is scored by the float64 reference path
 MAX_CELL_SCORE = 60.0
+
+
+_BLAS = None
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def _scores_product(A: np.ndarray, E: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
+    """``A @ E.T`` (Lq, N), each entry the same fixed-order dot product whatever the batch or
+    the thread count (a BLAS rounds a column differently by where it falls in its tiles)."""
+    lq, d = A.shape
+    n = E.shape[0]
+    out = np.empty((lq, n), dtype=np.float32)
+    for j in prange(n):
+        e = E[j]
+        for i in range(lq):
+            a = A[i]
+            acc = np.float32(0.0)
+            for k in range(d):
+                acc += a[k] * e[k]
+            out[i, j] = acc
+    return out
+
+
+def _one_blas_thread():  # noqa: ANN202
+    """A context running numpy's BLAS on one thread (so scores never depend on --threads)."""
+    global _BLAS
+    from threadpoolctl import ThreadpoolController
+
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -105,12 +137,17 @@ class RankingModel:
         return out  # type: ignore[return-value]
 
     def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each."""
+        """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each
+        (the scorer's ``softplus(bias + w . e)``, in numpy on one BLAS thread: the same
+        rounding at any thread count)."""
         sc = self.model.scorer
         with torch.no_grad():
-            t = torch.from_numpy(np.ascontiguousarray(e, dtype=np.float32))
-            o, x = sc.gap_costs(t)
-        return o.numpy(), x.numpy()
+            w = torch.stack([sc.open_w, sc.ext_w], dim=1).numpy().astype(np.float32)
+            bias = np.array([float(sc.open_bias), float(sc.ext_bias)], dtype=np.float32)
+        with _one_blas_thread():
+            z = np.ascontiguousarray(e, dtype=np.float32) @ w + bias
+        g = np.logaddexp(np.float32(0.0), z).astype(np.float32)
+        return np.ascontiguousarray(g[:, 0]), np.ascontiguousarray(g[:, 1])
 
     def query(self, codes: np.ndarray, embedding: np.ndarray | None = None,
               profile: np.ndarray | None = None) -> QueryRep:
@@ -121,9 +158,12 @@ class RankingModel:
         if profile is None:
             rows = self.matrix[np.asarray(codes, dtype=np.int64)]  # (Lq, K)
         else:
-            rows = np.asarray(profile, dtype=np.float32) @ self.matrix
+            with _one_blas_thread():
+                rows = np.asarray(profile, dtype=np.float32) @ self.matrix
         o, x = self.gap_costs(e)
-        return QueryRep(np.ascontiguousarray(e @ self.W, dtype=np.float32),
+        with _one_blas_thread():
+            A = e @ self.W
+        return QueryRep(np.ascontiguousarray(A, dtype=np.float32),
                         np.ascontiguousarray(rows - self.shift, dtype=np.float32), o, x)
 
     # --- many targets ----------------------------------------------------------------------
@@ -139,8 +179,7 @@ class RankingModel:
             return np.zeros(len(lengths))
         # exp(S) = exp(A E^T) * exp(profile)[i, code_j]: one matrix product, one exp, a lookup
         E = np.ascontiguousarray(embeddings, dtype=np.float32)
-        S_np = q.A @ E.T                                                     # (Lq, N)
-        S = torch.from_numpy(S_np)  # numpy's BLAS for the product (3x torch's here), torch's exp
+        S_np = _scores_product(q.A, E)                                       # (Lq, N)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
         # a target whose cells might overflow float32 (bilinear term + the best residue score
         # above MAX_CELL_SCORE) goes to the float64 reference; Cauchy-Schwarz spares the scan
@@ -152,7 +191,7 @@ class RankingModel:
             risky = np.maximum.reduceat(S_np.max(axis=0), starts) + top > MAX_CELL_SCORE
             if risky.any():
                 S_np[:, np.repeat(risky, lengths)] = 0.0
-        torch.exp(S, out=S)
+        np.exp(S_np, out=S_np)  # numpy's: one thread, the same rounding at any --threads
         o, x = self.gap_costs(E)
         out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x, codes,
                                   np.exp(q.profile))

@@ -82,6 +82,12 @@ class SequenceDB:
             seen[sid] = i
         self._id_to_index = seen
 
+    def __getstate__(self) -> dict:
+        """Pickled (e.g. into Ray's object store) without the per-process caches."""
+        state = dict(self.__dict__)
+        state["cache"] = {}
+        return state
+
     # --- construction ---------------------------------------------------------------------
     @classmethod
     def from_sequences(cls, sequences: Iterable[Sequence], source: str | None = None,

@@ -129,6 +129,24 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     return out
 
 
+def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool = True,
+                  prefilter_options: dict[str, Any] | None = None,
+                  rescore: int | None | str = "default") -> np.ndarray:
+    """The database indices ``search`` scores for query ``q``: the prefilter's (or all), and for
+    a method with a batched ranking (``learned``) the best ``rescore`` of those by
+    Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None: all)."""
+    if not prefilter:
+        return np.arange(len(db), dtype=np.int64)
+    cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
+    m = get_method(method)
+    if rescore == "default":
+        rescore = LEARNED_RESCORE
+    if (m.ranking is not None and m.ranking() is not None and rescore is not None
+            and len(cand) > int(rescore)):
+        cand = _best_by_sw(q, db, cand, int(rescore))
+    return cand
+
+
 def _best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
     """The ``n`` candidates with the best BLOSUM62 11/1 local scores (ascending indices);
     targets identical to the query always stay."""
@@ -171,7 +189,7 @@ def search(
     target_reps: TargetReps | None = None,
     candidates: np.ndarray | None = None,
     traceback: bool = True,
-    rescore: int | None = LEARNED_RESCORE,
+    rescore: int | None | str = "default",
     **method_options: Any,
 ) -> list[Hit]:
     """Search ``query`` against ``db`` with a registered method; hits sorted by E-value.
@@ -181,7 +199,8 @@ def search(
     indices) replaces the prefilter; ``target_reps`` shares prepared targets across queries;
     ``traceback=False`` skips the alignments (``Hit.alignment`` is None; for rankings only);
     ``rescore`` (methods with a batched ranking, i.e. ``learned``): after the prefilter, only
-    the best ``rescore`` candidates by Smith-Waterman score are scored (None: all).
+    the best ``rescore`` candidates by Smith-Waterman score are scored (``"default"``:
+    :data:`LEARNED_RESCORE`; None: all).
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")
@@ -198,12 +217,9 @@ def search(
     ranking = m.ranking() if m.ranking is not None else None
     if candidates is not None:
         cand = np.asarray(candidates, dtype=np.int64)
-    elif prefilter:
-        cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
-        if ranking is not None and rescore is not None and len(cand) > rescore:
-            cand = _best_by_sw(q, db, cand, rescore)
     else:
-        cand = np.arange(len(db), dtype=np.int64)
+        cand = candidates_of(q, db, method, prefilter=prefilter,
+                             prefilter_options=prefilter_options, rescore=rescore)
 
     is_dp = m.prepare is not None and m.score is not None
     peer_alns: dict[int, Alignment] = {}

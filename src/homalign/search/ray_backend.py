@@ -5,10 +5,18 @@ Two ways to split the work, both giving exactly the single-process results:
 * ``shard="queries"``: each worker searches a contiguous slice of the queries against the whole
   database (the database is put once into Ray's object store);
 * ``shard="db"``: the database is cut into contiguous slices. The prefilter's candidate set of a
-  query depends on the whole database (its top ``max_seqs`` by ungapped score), so it is computed
-  first by the driver; each worker then scores the candidates falling in its slice with the E-values
-  of the *whole* database (``db_size``), and the driver merges, re-ranks and truncates to
-  ``max_hits``.
+  query depends on the whole database (its top ``max_seqs`` by ungapped score, and for the
+  learned ranking the best of those by Smith-Waterman score), so it is computed first by the
+  driver; each worker then scores the candidates falling in its slice, with the E-values of the
+  whole database, and the driver merges, re-ranks and truncates to ``max_hits``.
+
+A database directory (``homalign makedb``) travels as its path: every worker opens it itself, so
+its arrays and the learned search's stored target embeddings are memory-mapped from disk, never
+pickled through the driver. An in-memory database goes once into Ray's object store, without its
+per-process caches. ``iterations > 1`` or ``target_msa`` (the iterative and database-MSA modes)
+shard the queries. Each task uses one thread (``homalign.threads``), since Ray runs one task
+per CPU. A worker that dies makes its task fail, and the search raises: hits are never missing
+silently.
 
 ``address=None`` or ``"local"`` starts a local Ray with ``workers`` CPUs; any other address
 connects to that cluster. Ray is an optional dependency (the ``ray`` extra).
@@ -51,27 +59,39 @@ def _split(n: int, parts: int) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
-def _search_queries(queries: list[Sequence], db: SequenceDB, method: str,
-                    kwargs: dict[str, Any]) -> list[list[Hit]]:
+def _worker_db(db: SequenceDB | str) -> SequenceDB:
+    from homalign.threads import set_threads
+
+    set_threads(1)
+    return open_database(db) if isinstance(db, str) else db
+
+
+def _search_queries(queries: list[Sequence], db: SequenceDB | str, method: str,
+                    kwargs: dict[str, Any], iterative: dict[str, Any] | None = None
+                    ) -> list[list[Hit]]:
     from homalign.search.engine import search_many
 
+    db = _worker_db(db)
+    if iterative:
+        from homalign.profile.iterative import iterative_search
+
+        opts = {k: v for k, v in kwargs.items() if k != "params"}
+        return [iterative_search(q, db, method=method, **iterative, **opts) for q in queries]
     return [hits for _q, hits in search_many(queries, db, method, progress=False, **kwargs)]
 
 
-def _search_candidates(queries: list[Sequence], shard: SequenceDB, offset: int,
-                       candidates: list[np.ndarray], db_size: tuple[int, int], method: str,
+def _search_candidates(queries: list[Sequence], db: SequenceDB | str,
+                       candidates: list[np.ndarray], method: str,
                        kwargs: dict[str, Any]) -> list[list[Hit]]:
     from homalign.search.engine import search
 
+    db = _worker_db(db)
     out = []
-    opts = {k: v for k, v in kwargs.items() if k not in ("prefilter", "prefilter_options")}
+    opts = {k: v for k, v in kwargs.items() if k not in ("prefilter", "prefilter_options",
+                                                         "rescore")}
     max_hits = opts.pop("max_hits", 500)
     for q, cand in zip(queries, candidates, strict=True):
-        hits = search(q, shard, method, candidates=cand - offset, db_size=db_size,
-                      max_hits=max_hits, **opts)
-        for h in hits:
-            h.target_index += offset
-        out.append(hits)
+        out.append(search(q, db, method, candidates=cand, max_hits=max_hits, **opts))
     return out
 
 
@@ -83,14 +103,25 @@ def search_ray(
     address: str | None = None,
     workers: int = 2,
     shard: str = "queries",
+    iterations: int = 1,
+    target_msa: str | None = None,
+    iterative_options: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> list[tuple[Sequence, list[Hit]]]:
-    """:func:`homalign.search.search_many` run on Ray workers; the same [(query, hits), ...]."""
+    """:func:`homalign.search.search_many` run on Ray workers; the same [(query, hits), ...].
+
+    ``iterations > 1`` / ``target_msa``: :func:`homalign.profile.iterative.iterative_search`
+    per query instead (``iterative_options`` its other arguments), sharded by queries."""
     if shard not in ("queries", "db"):
         raise ValueError(f"shard must be 'queries' or 'db', not {shard!r}")
     ray = _require_ray()
     if not isinstance(db, SequenceDB):
         db = open_database(db)
+    iterative = None
+    if iterations > 1 or target_msa is not None:
+        iterative = {"iterations": iterations, "target_msa": target_msa,
+                     **(iterative_options or {})}
+        shard = "queries"
     queries = list(queries)
     from homalign.search.engine import method_params
 
@@ -104,7 +135,7 @@ def search_ray(
     started = _init(ray, address, workers)
     try:
         if shard == "queries":
-            return _by_queries(ray, queries, db, method, workers, kwargs)
+            return _by_queries(ray, queries, db, method, workers, kwargs, iterative)
         return _by_db(ray, queries, db, method, workers, kwargs)
     finally:
         if started:
@@ -112,14 +143,24 @@ def search_ray(
 
 
 _ENGINE_KEYS = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-                "params", "max_query_length", "candidates", "traceback"}
+                "params", "max_query_length", "candidates", "traceback", "rescore"}
 
 
-def _by_queries(ray, queries, db, method, workers, kwargs):
+def _db_ref(ray, db: SequenceDB):  # noqa: ANN001, ANN202
+    """What the workers get: a makedb directory's path (each opens and memory-maps it), else
+    the in-memory database in the object store."""
+    from pathlib import Path
+
+    if db.source is not None and Path(db.source).is_dir():
+        return str(db.source)
+    return ray.put(db)
+
+
+def _by_queries(ray, queries, db, method, workers, kwargs, iterative=None):
     task = ray.remote(_search_queries)
-    db_ref = ray.put(db)
+    db_ref = _db_ref(ray, db)
     parts = _split(len(queries), workers)
-    futures = [task.remote(queries[a:b], db_ref, method, kwargs) for a, b in parts]
+    futures = [task.remote(queries[a:b], db_ref, method, kwargs, iterative) for a, b in parts]
     hits: list[list[Hit]] = []
     for chunk in ray.get(futures):
         hits.extend(chunk)
@@ -127,20 +168,17 @@ def _by_queries(ray, queries, db, method, workers, kwargs):
 
 
 def _by_db(ray, queries, db, method, workers, kwargs):
-    from homalign.search.prefilter import prefilter
+    from homalign.search.engine import candidates_of
 
-    if kwargs.get("prefilter", True):
-        cands = [prefilter(q.codes, db, **(kwargs.get("prefilter_options") or {}))
-                 for q in queries]
-    else:
-        cands = [np.arange(len(db), dtype=np.int64) for _ in queries]
-    db_size = (db.total_length, len(db))
+    cands = [candidates_of(q, db, method, prefilter=kwargs.get("prefilter", True),
+                           prefilter_options=kwargs.get("prefilter_options"),
+                           rescore=kwargs.get("rescore", "default")) for q in queries]
+    db_ref = _db_ref(ray, db)
     task = ray.remote(_search_candidates)
     futures = []
     for a, b in _split(len(db), workers):
-        shard = db.subset(range(a, b))
         local = [c[(c >= a) & (c < b)] for c in cands]
-        futures.append(task.remote(queries, shard, a, local, db_size, method, kwargs))
+        futures.append(task.remote(queries, db_ref, local, method, kwargs))
     merged: list[list[Hit]] = [[] for _ in queries]
     for part in ray.get(futures):
         for k, hits in enumerate(part):
