@@ -68,7 +68,8 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
         if db.exists():
             continue
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "homalign.cli", "makedb", str(fa), str(db), "-j",
+        subprocess.run([sys.executable, "-c", "import sys; from homalign.cli import main; "
+                        "sys.exit(main(sys.argv[1:]))", "makedb", str(fa), str(db), "-j",
                         str(threads), "--no-progress"], check=True)
         seconds = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
