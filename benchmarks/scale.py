@@ -106,20 +106,27 @@ def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
+    plot(rows, len(wanted), out / "scale.png")
+
+
+def plot(rows: list[dict], n_queries: int, path: Path) -> None:
+    """Seconds per query against database size (log-log)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.loglog([r["sequences"] for r in rows], [r["seconds_per_query"] for r in rows], "o-",
-              color="C0", label="homalign search --method learned")
-    ax.set_xlabel("database sequences")
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.loglog([float(r["sequences"]) for r in rows],
+              [float(r["seconds_per_query"]) for r in rows], "o-", color="C0",
+              label="homalign search --method learned")
+    ax.set_xlabel("database sequences (SCOPe + UniProt sample + shuffled decoys)")
     ax.set_ylabel("seconds per query")
-    ax.set_title(f"learned search time vs database size ({len(wanted)} dev queries)")
-    ax.legend(loc="upper left")
+    ax.set_title(f"Learned search time vs database size\n{n_queries} dev queries, 2 threads",
+                 fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "scale.png", dpi=120)
+    fig.savefig(path, dpi=120)
 
 
 def main() -> int:
