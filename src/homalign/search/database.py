@@ -148,7 +148,7 @@ class SequenceDB:
                 raise InputError(f"database is cut short or damaged: {name} has "
                                  f"{p.stat().st_size} bytes, manifest says {files[name]['size']}",
                                  path=dbdir)
-            if verify and _sha256(p) != files[name]["sha256"]:
+            if verify and file_sha256(p) != files[name]["sha256"]:
                 raise InputError(f"database is damaged: {name} does not match its hash",
                                  path=dbdir)
         try:
@@ -218,7 +218,8 @@ class SequenceDB:
                           codes, offsets, source=self.source, k=self.k)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -287,12 +288,12 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
         files = {}
         for name in ("headers.json", *(f"{a}.npy" for a in _ARRAYS)):
             p = tmp / name
-            files[name] = {"sha256": _sha256(p), "size": p.stat().st_size}
+            files[name] = {"sha256": file_sha256(p), "size": p.stat().st_size}
         manifest = {
             "format": DB_FORMAT, "version": DB_FORMAT_VERSION, "homalign": __version__,
             "k": k, "n_sequences": len(db), "n_residues": db.total_length,
             "n_postings": index.n_postings, "source": str(Path(fasta).resolve()),
-            "source_sha256": _sha256(Path(fasta)), "files": files,
+            "source_sha256": file_sha256(Path(fasta)), "files": files,
         }
         if learned:
             from homalign.methods.learned import ranking_model

@@ -76,7 +76,7 @@ def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
                 progress: bool = False) -> dict:
     """Write ``learned_residues.npy`` and ``learned.json`` into ``directory`` (a database being
     built); returns the JSON written."""
-    import hashlib
+    from homalign.search.database import file_sha256
 
     if dtype not in DTYPES:
         raise ValueError(f"embedding dtype must be one of {DTYPES}, got {dtype!r}")
@@ -86,14 +86,10 @@ def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
     _fill(arr, db, ranking, progress, 4096)
     arr.flush()
     del arr
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            h.update(block)
     meta = {"format": STORE_FORMAT, "version": STORE_VERSION,
             "weights": ranking.fingerprint, "dim": ranking.dim, "dtype": dtype,
             "n_residues": int(db.total_length), "size": path.stat().st_size,
-            "sha256": h.hexdigest()}
+            "sha256": file_sha256(path)}
     with open(directory / STORE_JSON, "w") as fh:
         json.dump(meta, fh, indent=1)
     return meta
@@ -117,13 +113,9 @@ def load_store(dbdir: Path, n_residues: int, verify: bool = False) -> EmbeddingS
         raise InputError("learned embeddings are missing or cut short; rebuild the database "
                          "with `homalign makedb --force`", path=path)
     if verify:
-        import hashlib
+        from homalign.search.database import file_sha256
 
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 22), b""):
-                h.update(block)
-        if h.hexdigest() != meta.get("sha256"):
+        if file_sha256(path) != meta.get("sha256"):
             raise InputError("learned embeddings do not match their hash", path=path)
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)

@@ -161,6 +161,36 @@ def _xdrop_extend(q: np.ndarray, t: np.ndarray, i: int, j: int, M: np.ndarray,
     return best_r + best_l, end
 
 
+@njit(cache=True, inline="always")
+def _diagonal_hit(last: np.ndarray, slot: int, i: int, j: int, q: np.ndarray,
+                  tseq: np.ndarray, M: np.ndarray, k: int, window: int, one_hit: bool,
+                  xdrop: float) -> float:
+    """One k-mer hit at (i, j) on diagonal ``slot``: BLAST's two-hit rule and X-drop
+    extension. ``last[slot]``: 0 no hit yet, ``i + 1 > 0`` the last hit's query position,
+    ``-(e + 1) < 0`` extended up to e. Returns the extension's score, or -1 when none fires."""
+    prev = last[slot]
+    if prev < 0:
+        if i < -prev - 1:
+            return -1.0  # inside a segment already extended
+        prev = 0
+    fire = False
+    if one_hit:
+        fire = True
+    elif prev > 0:
+        dist = i - (prev - 1)
+        if dist >= k and dist <= window:
+            fire = True
+        elif dist > window:
+            last[slot] = i + 1
+    else:
+        last[slot] = i + 1
+    if not fire:
+        return -1.0
+    sc, end = _xdrop_extend(q, tseq, i, j, M, xdrop)
+    last[slot] = -(max(end, i + k) + 1)
+    return sc
+
+
 @njit(cache=True)
 def _prefilter_kernel(q: np.ndarray, qids: np.ndarray, nb_start: np.ndarray, nb: np.ndarray,
                       idx_start: np.ndarray, idx_seq: np.ndarray, idx_pos: np.ndarray,
@@ -187,29 +217,12 @@ def _prefilter_kernel(q: np.ndarray, qids: np.ndarray, nb_start: np.ndarray, nb:
                 t = idx_seq[h]
                 j = idx_pos[h]
                 slot = base[t] + j - i
-                prev = last[slot]
-                if prev < 0:
-                    if i < -prev - 1:
-                        continue  # inside a segment already extended
-                    prev = 0
                 Lt = db_offsets[t + 1] - db_offsets[t]
-                fire = False
-                if not two_hit or Lt < 2 * k or Lq < 2 * k:
-                    fire = True
-                elif prev > 0:
-                    dist = i - (prev - 1)
-                    if dist >= k and dist <= window:
-                        fire = True
-                    elif dist > window:
-                        last[slot] = i + 1
-                else:
-                    last[slot] = i + 1
-                if fire:
-                    tseq = db_codes[db_offsets[t]:db_offsets[t + 1]]
-                    s, end = _xdrop_extend(q, tseq, i, j, M, xdrop)
-                    last[slot] = -(max(end, i + k) + 1)
-                    if s > best[t]:
-                        best[t] = s
+                one_hit = not two_hit or Lt < 2 * k or Lq < 2 * k
+                sc = _diagonal_hit(last, slot, i, j, q, db_codes[db_offsets[t]:db_offsets[t + 1]],
+                                   M, k, window, one_hit, xdrop)
+                if sc > best[t]:
+                    best[t] = sc
     return best
 
 
@@ -269,27 +282,9 @@ def _scan_kernel(q: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
             for h in range(tab_start[w], tab_start[w + 1]):
                 i = tab_pos[h]
                 slot = j - i + Lq - 1
-                prev = last[slot]
-                if prev < 0:
-                    if i < -prev - 1:
-                        continue  # inside a segment already extended
-                    prev = 0
-                fire = False
-                if one_hit:
-                    fire = True
-                elif prev > 0:
-                    dist = i - (prev - 1)
-                    if dist >= k and dist <= window:
-                        fire = True
-                    elif dist > window:
-                        last[slot] = i + 1
-                else:
-                    last[slot] = i + 1
-                if fire:
-                    sc, end = _xdrop_extend(q, tseq, i, j, M, xdrop)
-                    last[slot] = -(max(end, i + k) + 1)
-                    if sc > top:
-                        top = np.float32(sc)
+                sc = _diagonal_hit(last, slot, i, j, q, tseq, M, k, window, one_hit, xdrop)
+                if sc > top:
+                    top = np.float32(sc)
         best[t] = top
     return best
 
@@ -333,7 +328,7 @@ def prefilter(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
     Targets identical to the query are always kept. A query shorter than one k-mer cannot be
     prefiltered: every target is returned.
     """
-    if len(query_codes) < db.index.k:
+    if len(query_codes) < db.k:
         return np.arange(len(db), dtype=np.int64)
     scores = prefilter_scores(query_codes, db, matrix=matrix, threshold=threshold,
                               window=window, two_hit=two_hit, xdrop=xdrop)
