@@ -1,6 +1,6 @@
 """Is the learned search's null model the weak point?  TRAIN-fold queries only.
 
-    python benchmarks/learned_null_tune.py --queries 100 --null-pairs 3000 --out runs/null.json
+    python benchmarks/research/learned_null_tune.py --queries 100 --null-pairs 3000 --out runs/null.json
 
 The learned search ranks by the local forward score ``F`` with E-values from a Gumbel law fitted
 on i.i.d. background sequences over the database's search space (BLAST-style), so the target's

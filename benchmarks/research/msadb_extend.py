@@ -1,8 +1,8 @@
 """Extend saved hit lists with the MSA-database graph candidates (``learned@3+msadb`` offline).
 
-    python benchmarks/msadb_extend.py --round hhm    --hits A/hits/hhm@3+msadb.tsv --out H.tsv
-    python benchmarks/msadb_extend.py --round learned --hits B/hits/learned.tsv    --out L.tsv
-    python benchmarks/msadb_extend.py --round pssm   --hits C/hits/pssm@3.tsv      --out P.tsv
+    python benchmarks/research/msadb_extend.py --round hhm    --hits A/hits/hhm@3+msadb.tsv --out H.tsv
+    python benchmarks/research/msadb_extend.py --round learned --hits B/hits/learned.tsv    --out L.tsv
+    python benchmarks/research/msadb_extend.py --round pssm   --hits C/hits/pssm@3.tsv      --out P.tsv
     python benchmarks/homology.py fuse --hits L.tsv P.tsv H.tsv --weights 0.25,0.25,0.5 \
         --name learned@3+msadb --out OUT
 

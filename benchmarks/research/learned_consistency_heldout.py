@@ -1,6 +1,6 @@
 """Held-out F1 of the learned aligner with consistency through database homologues (never dev).
 
-    python benchmarks/learned_consistency_heldout.py --homologs DB [--max-homologs 2,4]
+    python benchmarks/research/learned_consistency_heldout.py --homologs DB [--max-homologs 2,4]
         [--thresholds 0.15,0.2,0.3] [--evalues 1e-3,1e-2]
 
 ``DB`` is a FASTA file or ``homalign makedb`` directory of unlabelled sequences, e.g. the 20,000
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from learned_heldout import heldout_report, heldout_sets
 
     import homalign

@@ -1,6 +1,6 @@
 """Which score of the learned model ranks homologs best?  Measured on TRAIN-fold SCOPe queries.
 
-    python benchmarks/learned_homology_tune.py --queries 60 --weights src/homalign/weights/learned
+    python benchmarks/research/learned_homology_tune.py --queries 60 --weights src/homalign/weights/learned
 
 For train-fold queries (never the dev queries) against the SCOPe trainval database, with the
 search prefilter's candidates, compute per-query sensitivity to the first false positive

@@ -1,11 +1,11 @@
 """Query-MSA variants for ``learned@3+msadb``, on held-out TRAIN-fold queries (never dev).
 
     # the database plus the 20,000 UniProt sequences of Debian's mmseqs2-examples (ids up_<acc>)
-    python benchmarks/msadb_querymsa.py combine --out COMBINED.fa
+    python benchmarks/research/msadb_querymsa.py combine --out COMBINED.fa
     # each held-out query's MSA built with the given settings (and, with --msa-db, from those
     # sequences: iterative_search(msa_db=...)), then the database-MSA round and the PSSM round
     # over the candidates of the saved held-out lists plus the new MSA's graph candidates
-    python benchmarks/msadb_querymsa.py lists --hits H.tsv --iterations 2 --max-candidates 300 \
+    python benchmarks/research/msadb_querymsa.py lists --hits H.tsv --iterations 2 --max-candidates 300 \
         --inclusion 1e-3 [--msa-db COMBINED.fa] --out-h H2.tsv --out-p P2.tsv
     python benchmarks/homology.py fuse --hits L.tsv P2.tsv H2.tsv --weights 0.25,0.25,0.5 \
         --queries heldout100.txt [--target-msa MSADB --neighbour-support 2] --out OUT

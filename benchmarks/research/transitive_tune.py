@@ -1,6 +1,6 @@
 """Does an intermediate-sequence (transitive) search rank homologs better?  TRAIN-fold queries.
 
-    python benchmarks/transitive_tune.py --method learned --queries 40 --heldout --out runs/tt.json
+    python benchmarks/research/transitive_tune.py --method learned --queries 40 --heldout --out runs/tt.json
 
 For train-fold SCOPe queries (never the dev queries) against the trainval database: search each
 query (round 1), then search its best round-1 hits with E <= ``--inclusion`` (at most ``--k``)

@@ -1,6 +1,6 @@
 """Held-out F1 of decoding variants of one learned aligner (never dev).
 
-    python benchmarks/learned_decoding_heldout.py STEM VARIANT [VARIANT ...]
+    python benchmarks/research/learned_decoding_heldout.py STEM VARIANT [VARIANT ...]
 
 A VARIANT is ``MODES@THRESHOLD[,gap=G][,shift=C]``: the posteriors of each ``+``-joined path
 model in MODES (``semiglobal``, ``global``, ``local``, ``glocal``) are averaged and MEA-decoded
@@ -9,7 +9,7 @@ substitution score (default 0). ``semiglobal@0.3`` is what the ``learned`` metho
 held-out sets (whole pairs) are ``benchmarks/learned_heldout.py``'s; "all" pools their 477
 pairs. docs/learned.md's "eleventh pass" table comes from this script, e.g.
 
-    python benchmarks/learned_decoding_heldout.py src/homalign/weights/learned \\
+    python benchmarks/research/learned_decoding_heldout.py src/homalign/weights/learned \\
         semiglobal@0.3 semiglobal+local@0.3 semiglobal@0.3,gap=0.92 semiglobal@0.3,shift=-0.1
 """
 
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from learned_heldout import heldout_report, heldout_sets
 
     from homalign.dp import GapCosts

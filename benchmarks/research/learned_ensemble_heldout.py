@@ -1,6 +1,6 @@
 """Held-out F1 of ensembles of learned aligners, by mean scores or by mean posteriors (never dev).
 
-    python benchmarks/learned_ensemble_heldout.py A+B A+B+C ... [--average scores|posteriors]
+    python benchmarks/research/learned_ensemble_heldout.py A+B A+B+C ... [--average scores|posteriors]
 
 Each argument is a ``+``-joined list of weights stems. ``--average scores`` (default) is what
 ``homalign.model.ensemble.EnsembleAligner`` ships: the members' mean S and gap costs, one DP;
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from learned_heldout import heldout_report, heldout_sets
 
     from homalign.model.decode import mea_align, posterior_matrix

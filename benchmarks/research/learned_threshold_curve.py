@@ -1,6 +1,6 @@
 """F1 (all pairs / twilight) of learned-aligner weights at several MEA thresholds, whole pairs.
 
-    python benchmarks/learned_threshold_curve.py STEM [STEM ...] [--data DIR]
+    python benchmarks/research/learned_threshold_curve.py STEM [STEM ...] [--data DIR]
         [--thresholds 0.2,0.3,0.4,0.5,0.6] [--mode semiglobal]
 
 ``--data``: a directory of HOMSTRAD-style families (default: the HOMSTRAD dev families). An

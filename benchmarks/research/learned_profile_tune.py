@@ -1,6 +1,6 @@
 """Does a learned-profile second round (iterative search) rank homologs better?  TRAIN-fold queries.
 
-    python benchmarks/learned_profile_tune.py --queries 40 --heldout --out runs/lp.json \
+    python benchmarks/research/learned_profile_tune.py --queries 40 --heldout --out runs/lp.json \
         --inclusion 1e-3 --k 20 --query-weight 0.5
 
 For train-fold SCOPe queries (never the dev queries) against the trainval database: round 1 is the

@@ -1,6 +1,6 @@
 """Does composition-based lambda scaling help homalign's PSSM search?  TRAIN-fold queries only.
 
-    python benchmarks/pssm_composition_tune.py --queries 200 --out runs/cbs.json
+    python benchmarks/research/pssm_composition_tune.py --queries 200 --out runs/cbs.json
 
 PSI-BLAST's composition-based statistics (Schäffer et al., Bioinformatics 2001, "mode 1") rescale
 each target's lambda: ``lambda'`` solves ``mean_i sum_a c_t(a) exp(lambda' S_i(a)) = 1`` for the

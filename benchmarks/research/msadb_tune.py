@@ -1,11 +1,11 @@
 """Database MSAs for homology search, tuned on held-out TRAIN-fold queries (never dev).
 
-    python benchmarks/msadb_tune.py scores --msadb MSADB --queries 200 --out F.json \
+    python benchmarks/research/msadb_tune.py scores --msadb MSADB --queries 200 --out F.json \
         --variants hhm:hh_shift=-0.03,hhm,compass
-    python benchmarks/msadb_tune.py null --msadb MSADB --out F.json --variants ...
-    python benchmarks/msadb_tune.py report --out F.json --learned N200.json --pssm LM200.json
-    python benchmarks/msadb_tune.py hits --out F.json --variants hhm:hh_shift=-0.03 \
-        --hits-out HELDOUT.tsv     # then benchmarks/msadb_extend.py --round hhm --hits HELDOUT.tsv
+    python benchmarks/research/msadb_tune.py null --msadb MSADB --out F.json --variants ...
+    python benchmarks/research/msadb_tune.py report --out F.json --learned N200.json --pssm LM200.json
+    python benchmarks/research/msadb_tune.py hits --out F.json --variants hhm:hh_shift=-0.03 \
+        --hits-out HELDOUT.tsv     # then benchmarks/research/msadb_extend.py --round hhm --hits HELDOUT.tsv
 
 ``MSADB`` is an MSA database of the trainval ASTRAL set (``homalign makemsa DB.fa MSADB
 --iterations 2 --jobs 2``). ``scores``: each held-out train-fold query's MSA (its own file in
@@ -17,8 +17,8 @@ held-out folds left out; :func:`homalign.model.homology.null_fit_pairs`) and on 
 pairs. ``report``: superfamily / family sensitivity to the first false positive of each ranking
 alone (raw score, null E-value) and fused (:func:`homalign.search.fuse_hits`' rule: weighted
 sum of ln E, a missing target taking the list's worst) with the learned search (hit lists with
-scores from ``benchmarks/learned_null_tune.py``'s cache, E-values recomputed under the shipped
-null) and ``pssm@3`` (``benchmarks/learned_msa_tune.py``'s cache), on the queries every list has.
+scores from ``benchmarks/research/learned_null_tune.py``'s cache, E-values recomputed under the shipped
+null) and ``pssm@3`` (``benchmarks/research/learned_msa_tune.py``'s cache), on the queries every list has.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def report(args: argparse.Namespace) -> None:
 
 def write_hits(args: argparse.Namespace) -> None:
     """One variant's rows as a hit list (query, target, score, E) with E-values under the MSA
-    database's own null (``null_params``, the search's), for ``benchmarks/msadb_extend.py``."""
+    database's own null (``null_params``, the search's), for ``benchmarks/research/msadb_extend.py``."""
     from homalign.profile.iterative import PROFILE_DB_OPTIONS
     from homalign.profile.msadb import null_params
 

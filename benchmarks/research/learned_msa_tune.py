@@ -1,12 +1,12 @@
 """Does a query MSA from iterative PSSM search help the learned ranking?  TRAIN-fold queries.
 
-    python benchmarks/learned_msa_tune.py --queries 40 --heldout --out runs/lm.json
+    python benchmarks/research/learned_msa_tune.py --queries 40 --heldout --out runs/lm.json
 
 For train-fold SCOPe queries (never the dev queries) against the trainval database, four rankings
 of the same targets:
 
 1. ``learned``: the learned search (round-1 hit lists are shared with
-   ``benchmarks/learned_profile_tune.py``'s cache format and reused when ``--round1`` names one);
+   ``benchmarks/research/learned_profile_tune.py``'s cache format and reused when ``--round1`` names one);
 2. ``pssm-N``: homalign's own PSI-BLAST-class search — :func:`homalign.profile.iterative.build_msa`
    for ``--iterations - 1`` rounds, then the whole prefilter list ranked by the last profile
    (what ``psiblast -num_iterations N`` reports);
