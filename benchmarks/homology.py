@@ -169,8 +169,9 @@ def calibration(args) -> None:
 
     from homalign.methods import get_method
     from homalign.search import SequenceDB, search
+    from homalign.search.calibration import calibrate, evd_params
     from homalign.sequence import Sequence
-    from homalign.stats import calibrate, evd_params, random_sequences
+    from homalign.stats import random_sequences
 
     rng = np.random.default_rng(7)
     if args.decoys == "iid":

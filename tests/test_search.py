@@ -168,7 +168,7 @@ def test_other_dp_method_runs_through_align_batch(small_db, monkeypatch, tmp_pat
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path))
     db, family = small_db
     q = db.sequence(db.index_of("fam3_0"))
-    from homalign.stats import calibrate
+    from homalign.search.calibration import calibrate
 
     params = calibrate("glocal", {}, n_pairs=200, seed=3)
     hits = search(q, db, method="glocal", evalue=1e-3, params=params)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from homalign import stats
-from homalign.search import SequenceDB, search
+from homalign.search import SequenceDB, calibration, search
+from homalign.search.calibration import calibrate
 from homalign.sequence import Sequence
 from homalign.stats import (
     EVDParams,
     bit_score,
-    calibrate,
     evalue,
     fit_gumbel,
     fit_regression_tail,
@@ -108,7 +108,7 @@ def test_a_method_null_law_replaces_the_iid_fit(tmp_path, monkeypatch):
     shipped = m.null_params()
     assert shipped is not None and shipped.gamma is not None and shipped.gamma > 1.2
     assert "cross-fold" in shipped.source
-    assert stats.evd_params("learned") == shipped
+    assert calibration.evd_params("learned") == shipped
     assert not list(tmp_path.rglob("*.json"))  # no i.i.d. calibration was run
     rng = np.random.default_rng(5)
     seqs = [Sequence(f"t{i}", s) for i, s in enumerate(random_sequences(12, rng, 60, 200))]
@@ -200,7 +200,7 @@ def test_calibrate_caches_its_fit(tmp_path, monkeypatch):
     def boom(*_a, **_k):
         raise AssertionError("a cached fit must not be recomputed")
 
-    monkeypatch.setattr(stats, "_pair_scores", boom)
+    monkeypatch.setattr(calibration, "pair_scores", boom)
     assert calibrate("sw", {"gap_open": 9.0, "gap_extend": 3.0}, n_pairs=100, seed=5) == first
     with pytest.raises(AssertionError):
         calibrate("sw", {"gap_open": 9.0, "gap_extend": 3.0}, n_pairs=100, seed=5, refit=True)

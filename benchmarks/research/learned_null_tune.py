@@ -52,13 +52,8 @@ def main(argv: list[str] | None = None) -> int:
                          "held-out-fold domains)")
     args = ap.parse_args(argv)
     from homalign.methods import get_method
-    from homalign.stats import (
-        _pair_scores,
-        calibrate,
-        fit_gumbel,
-        fit_regression_tail,
-        pair_pvalues,
-    )
+    from homalign.search.calibration import calibrate, pair_scores
+    from homalign.stats import fit_gumbel, fit_regression_tail, pair_pvalues
 
     ts = train_fold_tuning_set(args.queries, heldout=True)
     cache = json.loads(args.out.read_text()) if args.out.exists() else {}
@@ -83,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
         dev = set((ts.fasta.parent / "dev-queries.txt").read_text().split())
         pairs = null_fit_pairs(ts.fasta, dev, args.null_pairs)
-        scores, _ = _pair_scores(args.method, [a for a, _ in pairs], [b for _, b in pairs],
+        scores, _ = pair_scores(args.method, [a for a, _ in pairs], [b for _, b in pairs],
                                  dict(m.defaults))
         cache[key] = [(len(a), len(b), float(s)) for (a, b), s in zip(pairs, scores, strict=True)]
         _save(args.out, cache)

@@ -14,7 +14,8 @@ Two sources of ``(λ, K)``:
   (effective length) correction ``BLAST_ComputeLengthAdjustment`` (Altschul, Bundschuh, Olsen &
   Hwa, NAR 2001): both the query and every database sequence are shortened by ``ℓ`` where
   ``ℓ = (α/λ) (ln K + ln((m - ℓ)(n - N ℓ))) + β``.
-* **A maximum-likelihood Gumbel fit** for every other method (:func:`calibrate`): scores of
+* **A maximum-likelihood Gumbel fit** for every other method
+  (:func:`homalign.search.calibration.calibrate`, which runs the method): scores of
   unrelated pairs (shuffled sequences, i.i.d. background sequences, or cross-fold pairs of real
   domains) are fitted with the per-pair location ``μ = ln(K m n) / λ``; the fit is cached as JSON
   under ``$HOMALIGN_CACHE/evd/`` (default ``~/.cache/homalign/evd/``).
@@ -22,14 +23,9 @@ Two sources of ``(λ, K)``:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import tempfile
 from collections.abc import Sequence as SequenceABC
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,7 +33,6 @@ import numpy as np
 from homalign.alphabet import ALPHABET, BACKGROUND
 
 LN2 = math.log(2.0)
-EVD_CACHE_VERSION = 4
 
 # NCBI BLAST blast_stat.c (c++/src/algo/blast/core/blast_stat.c): gap open, gap extend, λ, K, H,
 # α, β for gapped local alignment with each matrix (BLAST convention: a gap of length k costs
@@ -413,23 +408,8 @@ def fit_regression_tail(scores: np.ndarray, query_lengths: np.ndarray,
 
 
 # --------------------------------------------------------------------------------------------
-# Calibration of a registered method, with a cache
+# Unrelated pairs (the method calibration in homalign.search.calibration scores them)
 # --------------------------------------------------------------------------------------------
-
-def cache_dir() -> Path:
-    """Where fitted parameters are cached: ``$HOMALIGN_CACHE/evd`` or ``~/.cache/homalign/evd``."""
-    root = os.environ.get("HOMALIGN_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "homalign"
-    return base / "evd"
-
-
-def _options_key(method: str, options: dict[str, Any], n_pairs: int, seed: int,
-                 source: str) -> str:
-    blob = json.dumps({"method": method, "options": options, "n_pairs": n_pairs, "seed": seed,
-                       "source": source, "version": EVD_CACHE_VERSION},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
-
 
 def random_sequences(n: int, rng: np.random.Generator, min_len: int = 60,
                      max_len: int = 400) -> list[str]:
@@ -487,121 +467,3 @@ def unrelated_pairs(
         qs.append(seqs[a])
         ts.append(Sequence(f"shuf{k}_{seqs[b].id}", "".join(res)))
     return qs, ts, "shuffled"
-
-
-def _pair_scores(method: str, queries: list[Any], targets: list[Any],
-                 options: dict[str, Any]) -> tuple[np.ndarray, set[str]]:
-    """Scores of pairs with a registered method (score-only DP when it has prepare/score), and
-    the DP modes seen ({"local"} for methods without prepare/score)."""
-    from homalign.methods import get_method
-
-    m = get_method(method)
-    opts = {**m.defaults, **options}
-    seen: set[str] = set()
-    if m.prepare is not None and m.score is not None:
-        from homalign.methods.base import score_values
-
-        out = np.empty(len(queries), dtype=np.float64)
-        chunk = 256
-        for start in range(0, len(queries), chunk):
-            pss = [m.score(m.prepare(q, **opts), m.prepare(t, **opts), **opts)
-                   for q, t in zip(queries[start:start + chunk], targets[start:start + chunk],
-                                   strict=True)]
-            seen.update(ps.mode for ps in pss)
-            out[start:start + len(pss)] = score_values(pss)
-        return out, seen
-    scores = [m.align(q, t, **opts).score for q, t in zip(queries, targets, strict=True)]
-    return np.array(scores, dtype=np.float64), {"local"}
-
-
-def calibrate(
-    method: str,
-    options: dict[str, Any] | None = None,
-    *,
-    n_pairs: int = 2000,
-    sequences: SequenceABC[Any] | None = None,
-    labels: SequenceABC[str] | None = None,
-    seed: int = 0,
-    use_cache: bool = True,
-    refit: bool = False,
-) -> EVDParams:
-    """Fit (λ, K) for ``method`` on scores of ``n_pairs`` unrelated pairs, cached on disk.
-
-    The pairs come from :func:`unrelated_pairs` (cross-fold when ``labels`` are given, shuffled
-    ``sequences``, else i.i.d. background sequences). The cache key covers the method name, its
-    options, the pair source, ``n_pairs`` and ``seed``; ``refit=True`` ignores a cached fit.
-    """
-    from homalign.methods import get_method
-
-    options = {**get_method(method).defaults, **(options or {})}
-    source = ("cross-fold" if labels is not None else "shuffled") if sequences is not None \
-        else "iid-background"
-    if sequences is not None:
-        digest = hashlib.sha256("".join(s.residues for s in sequences).encode()).hexdigest()[:12]
-        source = f"{source}:{digest}"
-    fingerprint = get_method(method).fingerprint
-    if fingerprint is not None:
-        source = f"{source}:{fingerprint()}"
-    key = _options_key(method, options, n_pairs, seed, source)
-    path = cache_dir() / f"{method}-{key}.json"
-    if use_cache and not refit and path.exists():
-        try:
-            data = json.loads(path.read_text())
-            return EVDParams(**data["params"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged cache entry is refitted and overwritten
-    qs, ts, kind = unrelated_pairs(n_pairs, sequences=sequences, labels=labels, seed=seed)
-    scores, modes = _pair_scores(method, qs, ts, options)
-    qlen = np.array([len(q) for q in qs])
-    tlen = np.array([len(t) for t in ts])
-    what = f"{n_pairs} {kind} pairs, method {method}"
-    if modes == {"local"}:
-        params = fit_gumbel(scores, qlen, tlen, source=f"ML Gumbel fit, {what}")
-    else:
-        params = fit_regression_tail(
-            scores, qlen, tlen,
-            source=f"regression location/scale, exponential tail, {what} ({sorted(modes)})")
-    if use_cache:
-        _write_json_atomic(path, {"method": method, "options": options, "n_pairs": n_pairs,
-                                  "seed": seed, "source": source,
-                                  "params": params.to_json()})
-    return params
-
-
-def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True, default=str)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def evd_params(method: str, options: dict[str, Any] | None = None,
-               **calibrate_kwargs: Any) -> EVDParams:
-    """The parameters :func:`homalign.search.search` uses for a method and its options.
-
-    Substitution-matrix methods in local mode (``sw``) with a published gap-cost combination get
-    Karlin–Altschul values; a method that ships its own null law (``Method.null_params``, the
-    learned method's fit on real unrelated proteins) gets that, unless ``calibrate_kwargs`` ask
-    for a fit; everything else gets a cached :func:`calibrate` fit.
-    """
-    from homalign.methods import get_method
-
-    m = get_method(method)
-    opts = {**m.defaults, **(options or {})}
-    if m.null_params is not None and not calibrate_kwargs:
-        shipped = m.null_params()
-        if shipped is not None:
-            return shipped
-    if method == "sw":
-        ka = karlin_altschul(str(opts.get("matrix", "BLOSUM62")), float(opts.get("gap_open", 11)),
-                             float(opts.get("gap_extend", 1)))
-        if ka is not None:
-            return ka
-    return calibrate(method, options or {}, **calibrate_kwargs)

@@ -9,8 +9,9 @@ Steps for each query:
    :func:`homalign.dp.align_batch`; ``sw`` with a plain substitution matrix takes a compiled fast
    path over the packed database (:mod:`homalign.search.kernels`, same scores); peers (methods
    without prepare/score) call ``Method.align`` per candidate;
-3. **statistics**: E-values from :func:`homalign.stats.evd_params` (Karlin–Altschul for ``sw``
-   with a published matrix/gap-cost pair, a cached Gumbel fit otherwise), over the whole
+3. **statistics**: E-values from :func:`homalign.search.calibration.evd_params`
+   (Karlin–Altschul for ``sw`` with a published matrix/gap-cost pair, a cached Gumbel fit
+   otherwise), over the whole
    database's residues and sequence count (the effective search space);
 4. **traceback** only for the hits passing the E-value threshold (at most ``max_hits``).
 """
@@ -29,12 +30,13 @@ from homalign.alignment import Alignment
 from homalign.errors import InputError
 from homalign.methods import Method, get_method
 from homalign.methods.base import score_values
+from homalign.search.calibration import evd_params
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.kernels import sw_scores
 from homalign.search.prefilter import prefilter as run_prefilter
 from homalign.sequence import Sequence, as_sequence
-from homalign.stats import EVDParams, bit_score, db_evalues, evd_params
+from homalign.stats import EVDParams, bit_score, db_evalues
 
 MAX_QUERY_LENGTH = 40_000
 #: the learned ranking scores the 150 best of the prefilter's 1,000 targets by Smith-Waterman
