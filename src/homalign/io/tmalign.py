@@ -55,20 +55,34 @@ class TMAlignPair:
     close: np.ndarray
 
 
-def cigar_pairs(cigar: str) -> tuple[np.ndarray, np.ndarray, int, int]:
+def cigar_pairs(cigar: str, query_length: int | None = None, target_length: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Decode a TM-align cigar into ``(pairs, close, query_length, target_length)``.
 
+    When ``query_length`` and ``target_length`` are given, the residues the cigar consumes are
+    checked against them *before* anything is expanded (memory is bounded by the lengths).
+
     Raises:
-        ValueError: the cigar is not a sequence of ``<count><P|M|D|I>`` with counts > 0.
+        ValueError: the cigar is not a sequence of ``<count><P|M|D|I>`` with counts > 0, or it
+            does not consume exactly the given lengths.
     """
     if not _CIGAR.fullmatch(cigar):
         bad = _CIGAR.match(cigar)
         pos = bad.end() if bad is not None else 0
         raise ValueError(f"unreadable cigar at character {pos + 1}: {cigar[pos:pos + 10]!r}")
     ops = _CIGAR_OP.findall(cigar)
-    counts = np.array([int(n) for n, _ in ops], dtype=np.int64)
-    if np.any(counts == 0):
+    numbers = [int(n) for n, _ in ops]
+    if any(n == 0 for n in numbers):
         raise ValueError("cigar operation with count 0")
+    qlen = sum(n for n, (_, op) in zip(numbers, ops, strict=True) if op in "PMD")
+    tlen = sum(n for n, (_, op) in zip(numbers, ops, strict=True) if op in "PMI")
+    if query_length is not None and target_length is not None and (
+            qlen != query_length or tlen != target_length):
+        raise ValueError(f"cigar consumes {qlen} query and {tlen} target residues, the sequences "
+                         f"have {query_length} and {target_length}")
+    if qlen + tlen > 10**7:
+        raise ValueError(f"cigar too long ({qlen} query, {tlen} target residues)")
+    counts = np.array(numbers, dtype=np.int64)
     letters = np.frombuffer("".join(op for _, op in ops).encode("ascii"), dtype=np.uint8)
     steps = np.repeat(letters, counts)
     is_pair = (steps == ord("P")) | (steps == ord("M"))
@@ -128,7 +142,7 @@ def _iter_pairs(path: PathLike) -> Iterator[TMAlignPair]:
                 raise InputError("sequence must be non-empty letters", path=path, line=number,
                                  record=record, column=col)
         try:
-            pairs, close, qlen, tlen = cigar_pairs(cigar)
+            pairs, close, qlen, tlen = cigar_pairs(cigar, len(qseq), len(tseq))
         except ValueError as exc:
             raise InputError(str(exc), path=path, line=number, record=record,
                              column=10) from None

@@ -100,10 +100,41 @@ def _build_one(state: dict, config: dict) -> AlignerModel:
 
 
 def load_model(stem: str | Path) -> tuple[AlignerModel | EnsembleAligner, dict]:
-    """Read a model written by :func:`save_model`; returns (model in eval mode, metadata)."""
+    """Read a model written by :func:`save_model`; returns (model in eval mode, metadata).
+
+    Raises:
+        InputError: a missing, unreadable or damaged ``.json`` or ``.safetensors`` file, or
+            weights that do not fit the configured model (naming the file).
+    """
+    from safetensors import SafetensorError
+
+    from homalign.errors import InputError
+
     stem = Path(stem)
-    meta = json.loads(stem.with_suffix(".json").read_text())
-    return _build(stem.with_suffix(".safetensors").read_bytes(), meta), meta
+    config, weights = stem.with_suffix(".json"), stem.with_suffix(".safetensors")
+    try:
+        meta = json.loads(config.read_bytes())
+    except FileNotFoundError:
+        raise InputError("no such file (a model is <stem>.json + <stem>.safetensors)",
+                         path=config) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"not a model config: {exc}", path=config) from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("config", meta.get("ensemble")),
+                                                    dict):
+        raise InputError("not a model config (no 'config' object)", path=config)
+    try:
+        data = weights.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=weights) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=weights) from None
+    try:
+        return _build(data, meta), meta
+    except SafetensorError as exc:
+        raise InputError(f"damaged safetensors file: {exc}", path=weights) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"weights do not fit the config {config.name}: {exc}",
+                         path=weights) from None
 
 
 @cache

@@ -20,6 +20,7 @@ import numpy as np
 
 from homalign.alphabet import AMINO_ACIDS
 from homalign.errors import InputError
+from homalign.io._text import check_readable
 from homalign.profile.hmm import ProfileHMM, estimate_transitions
 from homalign.profile.pseudocounts import add_pseudocounts
 from homalign.sequence import Sequence
@@ -27,29 +28,43 @@ from homalign.sequence import Sequence
 HHM_ORDER = "ACDEFGHIKLMNPQRSTVWY"
 
 
+# -1000 log2 p of the smallest positive double is about 1.07e6: anything larger is p = 0.
+_ZERO_BEYOND = 1_100_000
+_MAX_INT = 10**12  # a Neff times 1000, a LENG, a state index: no real file comes near
+
+
 def _prob(token: str, path: Path, line: int) -> float:
     if token == "*":
         return 0.0
     try:
-        return float(2.0 ** (-int(token) / 1000.0))
+        value = int(token)
     except ValueError:
         raise InputError(f"expected an integer or '*', got {token!r}", path=path,
                          line=line) from None
+    if value < 0:
+        raise InputError(f"-1000 log2 p must be >= 0 (p <= 1), got {token}", path=path, line=line)
+    return 0.0 if value >= _ZERO_BEYOND else float(2.0 ** (-value / 1000.0))
 
 
 def _int(token: str, path: Path, line: int) -> int:
     try:
-        return int(token)
+        value = int(token)
     except ValueError:
         raise InputError(f"expected an integer, got {token!r}", path=path, line=line) from None
+    if abs(value) > _MAX_INT:
+        raise InputError(f"integer out of range: {token}", path=path, line=line)
+    return value
 
 
 def read_hhm(path: str | Path, *, pseudocounts: str = "matrix", admix: str = "hhsuite",
              matrix: str = "BLOSUM62") -> ProfileHMM:
     """Parse an ``.hhm`` file into a :class:`ProfileHMM`; malformed or truncated files raise
     :class:`InputError` naming the file and line."""
-    path = Path(path)
-    lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    path = check_readable(path)
+    try:
+        lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     name = path.stem
     length = None
     n = 0
@@ -89,6 +104,9 @@ def read_hhm(path: str | Path, *, pseudocounts: str = "matrix", admix: str = "hh
         if len(parts) != 23:
             raise InputError(f"match state line needs 23 fields, found {len(parts)}", path=path,
                              line=n + 1)
+        if len(parts[0]) != 1 or not parts[0].isascii() or not parts[0].isalpha():
+            raise InputError(f"match state line must start with one residue letter, got "
+                             f"{parts[0]!r}", path=path, line=n + 1, column=1)
         k = _int(parts[1], path, n + 1)
         if k != len(residues) + 1:
             raise InputError(f"match state {k} out of order (expected {len(residues) + 1})",

@@ -22,6 +22,7 @@ from homalign.profile.profile import Profile
 from homalign.profile.pseudocounts import matrix_lambda
 from homalign.sequence import Sequence
 
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 TITLE = ("Last position-specific scoring matrix computed, weighted observed percentages rounded "
          "down, information per position, and relative weight of gapless real matches to "
          "pseudocounts")
@@ -40,8 +41,13 @@ class AsciiPSSM:
 
 def read_pssm(path: str | Path) -> AsciiPSSM:
     """Parse an ASCII PSSM; wrong widths and bad numbers raise InputError naming file and line."""
-    path = Path(path)
-    lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    from homalign.io._text import check_readable
+
+    path = check_readable(path)
+    try:
+        lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     order = None
     n = 0
     for n, text in enumerate(lines):
@@ -84,6 +90,13 @@ def read_pssm(path: str | Path) -> AsciiPSSM:
                 weight.append(float(toks[43]))
         except ValueError as exc:
             raise InputError(f"bad number in PSSM row: {exc}", path=path, line=m + 1) from None
+        for k, v in enumerate(row):
+            if not _INT32_MIN <= v <= _INT32_MAX:
+                raise InputError(f"score {v} is beyond the int32 range", path=path, line=m + 1,
+                                 column=k + 3)
+        if len(toks[1]) != 1 or not toks[1].isascii() or not toks[1].isalpha():
+            raise InputError(f"PSSM row residue must be one letter, got {toks[1]!r}", path=path,
+                             line=m + 1, column=2)
         if idx != len(residues) + 1:
             raise InputError(f"PSSM row index {idx}, expected {len(residues) + 1}", path=path,
                              line=m + 1)

@@ -170,11 +170,14 @@ class CheckpointStore:
     def read_metadata(self) -> CheckpointMetadata | None:
         """The parsed metadata file, or ``None`` when it is missing or unreadable (reported)."""
         try:
-            text = self.metadata_path.read_text()
+            data = self.metadata_path.read_bytes()
         except FileNotFoundError:
             return None
+        except OSError as exc:  # a directory, no permission, ...: reported, then fall back
+            self._problem(f"{self.metadata_path}: {exc}")
+            return None
         try:
-            return CheckpointMetadata.parse(text)
+            return CheckpointMetadata.parse(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             self._problem(f"{self.metadata_path}: {exc}")
             return None
@@ -265,6 +268,9 @@ class CheckpointStore:
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise CorruptCheckpointError(f"{manifest_path}: not a {FORMAT} manifest")
         files = manifest.get("files", {})
+        step = manifest.get("step")
+        if not isinstance(files, dict) or not isinstance(step, int) or isinstance(step, bool):
+            raise CorruptCheckpointError(f"{manifest_path}: manifest has no valid files/step")
         hashes: dict[str, str] = {}
         blobs: dict[str, bytes] = {}
         for path in (tensors_path, state_path):
@@ -292,8 +298,7 @@ class CheckpointStore:
             state = json.loads(blobs[state_path.name])
         except Exception as exc:  # noqa: BLE001 - any parse failure means corrupt
             raise CorruptCheckpointError(f"{info.prefix}: unreadable payload: {exc}") from exc
-        step = manifest.get("step")
-        return LoadedCheckpoint(CheckpointInfo(info.prefix, int(step)), tensors, state, chash)
+        return LoadedCheckpoint(CheckpointInfo(info.prefix, step), tensors, state, chash)
 
     def restore_order(self) -> list[CheckpointInfo]:
         """Checkpoints to try, best first: selected, older kept ones, older complete ones on disk."""

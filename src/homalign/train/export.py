@@ -125,8 +125,18 @@ def load_export(directory: str | os.PathLike[str]) -> tuple[dict[str, torch.Tens
     """The exported tensors and ``config.json``; raises :class:`CorruptCheckpointError` if the
     weights do not match the recorded sha256."""
     directory = Path(directory)
-    meta = json.loads((directory / CONFIG_NAME).read_text())
-    data = (directory / WEIGHTS_NAME).read_bytes()
-    if sha256_bytes(data) != meta.get("weights_sha256"):
-        raise CorruptCheckpointError(f"{directory / WEIGHTS_NAME}: sha256 does not match config.json")
-    return safetensors.torch.load(data), meta
+    config, weights = directory / CONFIG_NAME, directory / WEIGHTS_NAME
+    try:
+        meta = json.loads(config.read_bytes())
+        data = weights.read_bytes()
+    except FileNotFoundError as exc:
+        raise CorruptCheckpointError(f"{exc.filename}: missing (not an export directory?)"
+                                     ) from None
+    except (OSError, ValueError) as exc:
+        raise CorruptCheckpointError(f"{config}: unreadable export config: {exc}") from None
+    if not isinstance(meta, dict) or sha256_bytes(data) != meta.get("weights_sha256"):
+        raise CorruptCheckpointError(f"{weights}: sha256 does not match config.json")
+    try:
+        return safetensors.torch.load(data), meta
+    except safetensors.SafetensorError as exc:
+        raise CorruptCheckpointError(f"{weights}: damaged safetensors file: {exc}") from None

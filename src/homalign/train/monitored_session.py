@@ -189,7 +189,8 @@ class MonitoredSession:
         if self._writer is None:
             restored = self.restored_from
             self._writer = EventWriter(
-                self.checkpoint_dir, purge_step=None if restored is None else restored.step
+                self.checkpoint_dir, purge_step=None if restored is None else restored.step,
+                purge_stale=True,
             )
         self._writer.write(step, summaries)
 

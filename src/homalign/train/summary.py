@@ -4,6 +4,10 @@ Each process that writes a run opens a *new* event file (``events.out.tfevents.<
 After a restore at step ``s`` the writer is opened with ``purge_step=s``: it starts with a
 ``SessionLog.START`` event at ``s``, so TensorBoard drops the previous process's events at steps
 ``>= s`` and shows the run continuing from the restored step.
+
+A training run that restarts and finds *no* checkpoint starts again from step 0; its writer is
+opened with ``purge_stale=True`` (and no ``purge_step``): when the logdir already holds event files
+of a killed run, it purges from step 0, so the series does not go back in steps.
 """
 
 from __future__ import annotations
@@ -24,10 +28,15 @@ class EventWriter:
     """Appends scalars, histograms and text to one new event file in ``logdir``."""
 
     def __init__(self, logdir: str | os.PathLike[str], *, purge_step: int | None = None,
-                 flush_secs: float = 10.0) -> None:
+                 purge_stale: bool = False, flush_secs: float = 10.0) -> None:
+        """``purge_step``: the restored step (events of earlier processes at steps ``>=`` it are
+        dropped). ``purge_stale``: this is a training run that restored nothing; earlier event
+        files in ``logdir`` are of a killed run, and are purged from step 0."""
         from torch.utils.tensorboard import SummaryWriter
 
         Path(logdir).mkdir(parents=True, exist_ok=True)
+        if purge_step is None and purge_stale and event_files(logdir):
+            purge_step = 0
         self.logdir = Path(logdir)
         self._lock = threading.Lock()
         self._writer = SummaryWriter(

@@ -372,6 +372,7 @@ class Supervisor:
             self.summary_writer = EventWriter(
                 self.logdir,  # type: ignore[arg-type]
                 purge_step=None if restored is None else restored.step,
+                purge_stale=True,
             )
         return self.summary_writer
 

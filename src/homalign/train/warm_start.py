@@ -28,6 +28,7 @@ import safetensors.torch
 import torch
 from torch import nn
 
+from homalign.errors import InputError
 from homalign.train.checkpoint import CheckpointStore, CorruptCheckpointError
 from homalign.train.state import MODEL_PREFIX, unwrap
 
@@ -52,12 +53,18 @@ def load_weights(source: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
     """Model tensors (by parameter name) from a logdir, a checkpoint prefix or a safetensors file."""
     path = Path(source)
     if path.suffix == ".safetensors" and path.is_file():
-        return safetensors.torch.load_file(str(path))
+        try:
+            return safetensors.torch.load_file(str(path))
+        except (safetensors.SafetensorError, OSError) as exc:
+            raise InputError(f"cannot warm start from this safetensors file: {exc}",
+                             path=path) from None
     if path.is_dir():
         store = CheckpointStore(path)
         ckpt = store.load_latest()
         if ckpt is None:
-            raise FileNotFoundError(f"no sound checkpoint in {path}")
+            raise InputError("no sound checkpoint here to warm start from", path=path)
+    elif not path.parent.is_dir():
+        raise InputError("no such checkpoint, directory or .safetensors file", path=path)
     else:
         ckpt = CheckpointStore(path.parent).load(path)
     return {
