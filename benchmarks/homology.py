@@ -9,7 +9,7 @@
     # E-value calibration on decoys: mean hits per query with E <= x on random sequences
     python benchmarks/homology.py calibration --out OUT [--methods sw,nw,glocal] [--decoys cross-fold]
     # sensitivity of a fusion (homalign.search.fuse_hits) of hit lists saved by earlier runs
-    # (--neighbour-support W --target-msa MSADB: then homalign.profile.msadb.neighbour_support)
+    # (--neighbour-support W --target-msa MSADB: then homalign.search.msadb.neighbour_support)
     python benchmarks/homology.py fuse --hits A/hits/learned.tsv B/hits/pssm@3.tsv \
         --weights 0.5,0.5 --name learned@3 --out OUT
     # the ceiling of a hit list: the share of each query's superfamily members (other families)
@@ -219,7 +219,7 @@ def calibration(args) -> None:
 
 def fuse(args) -> None:
     """Fuse saved hit lists (``hits/<method>.tsv`` of ``sensitivity`` runs) exactly as
-    :func:`homalign.profile.iterative.iterative_search` does, and score the fusion. Equal to a
+    :func:`homalign.search.iterative.iterative_search` does, and score the fusion. Equal to a
     ``METHOD@N`` run when the lists cover the same prefilter candidates (E-values as written,
     4 significant digits)."""
     from homalign.evaluate.homology import (
@@ -250,7 +250,7 @@ def fuse(args) -> None:
     def fused(q: str) -> list[Hit]:
         hits = fuse_hits([lst.get(q, []) for lst in lists], weights)
         if args.neighbour_support:
-            from homalign.profile.msadb import neighbour_support
+            from homalign.search.msadb import neighbour_support
 
             hits = neighbour_support(hits, q, args.target_msa, args.neighbour_support)
         return hits
@@ -400,7 +400,7 @@ def main() -> None:
     p.add_argument("--target-msa", type=Path, default=None,
                    help="fuse: the MSA database the lists were searched with")
     p.add_argument("--neighbour-support", type=float, default=0.0,
-                   help="fuse: then homalign.profile.msadb.neighbour_support with this weight")
+                   help="fuse: then homalign.search.msadb.neighbour_support with this weight")
     p.add_argument("--decoys", choices=("iid", "cross-fold"), default="iid",
                    help="calibration: i.i.d. random sequences, or 40 dev queries against 400 "
                         "domains of the held-out train folds (real unrelated proteins)")

@@ -230,8 +230,8 @@ def test_iterative_methods_in_the_benchmark(tmp_path):
     """``METHOD@N``: pssm@2 is the PSI-BLAST-class search, learned@2 its fusion with learned; the
     rows carry the names and the hit lists the fused E-values."""
     from homalign.evaluate.homology import parse_iterative_name
-    from homalign.profile.iterative import iterative_search
     from homalign.search import SequenceDB
+    from homalign.search.iterative import iterative_search
 
     db_fa, ql = _synthetic_scop(tmp_path)
     summary = run_benchmark(db_fa, ql, ["pssm@2", "learned@2"], tmp_path / "out", progress=False,

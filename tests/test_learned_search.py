@@ -86,7 +86,7 @@ def test_learned_iterative_search_fuses_the_pssm_round(db_and_query) -> None:
     the geometric mean of its learned and last-PSSM-round E-values; hits keep learned alignments."""
     import math
 
-    from homalign.profile.iterative import iterative_search
+    from homalign.search.iterative import iterative_search
 
     db, query = db_and_query
     fused = iterative_search(query, db, 2, "learned", evalue=1e9, max_hits=None, prefilter=False)
@@ -113,7 +113,7 @@ def test_public_homalign_search_is_the_engine_and_the_iterative_search(db_and_qu
     import subprocess
     import sys
 
-    from homalign.profile.iterative import iterative_search
+    from homalign.search.iterative import iterative_search
 
     db, query = db_and_query
     plain = homalign.search(query, db, "sw", evalue=1e9, prefilter=False)

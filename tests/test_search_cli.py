@@ -125,8 +125,8 @@ def test_search_iterations_runs_the_iterative_profile_search(homstrad_fasta, tmp
 
 @pytest.mark.slow
 def test_search_learned_iterations_fuses_with_the_pssm_round(homstrad_fasta, tmp_path):
-    from homalign.profile.iterative import iterative_search
     from homalign.search import SequenceDB
+    from homalign.search.iterative import iterative_search
 
     fasta, family = homstrad_fasta
     q, qfile = _first_member_as_query(fasta, family, tmp_path)

@@ -53,8 +53,8 @@ def test_ray_results_identical_to_single_process():
 @pytest.mark.slow
 def test_ray_learned_and_iterative_searches_identical_to_single_process(tmp_path):
     from homalign.io import FastaRecord, write_fasta
-    from homalign.profile.iterative import iterative_search
     from homalign.search import makedb, open_database
+    from homalign.search.iterative import iterative_search
 
     mem, queries = _db_and_queries()
     fasta = tmp_path / "db.fa"

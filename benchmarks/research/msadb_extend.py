@@ -7,14 +7,14 @@
         --name learned@3+msadb --out OUT
 
 ``iterative_search(..., target_msa=MSADB)`` scores the query's prefilter candidates *and* the
-targets its MSA reaches through the MSA database (:func:`homalign.profile.msadb.graph_candidates`)
+targets its MSA reaches through the MSA database (:func:`homalign.search.msadb.graph_candidates`)
 with all three rounds. A hit list saved by a ``sensitivity`` run before the graph candidates
 existed covers the prefilter candidates only; this script scores the missing graph candidates of
 each query with the same round and appends them. Every round's E-value of a target is independent
 of which other targets are scored (the learned and MSA-database laws are per target; the PSSM
 round's search space is the database's), so the extended lists are what the end-to-end method
 computes; ``--verify N`` checks that on N queries (end-to-end ``iterative_search`` against the
-fusion of the three extended lists, then :func:`homalign.profile.msadb.neighbour_support` as the
+fusion of the three extended lists, then :func:`homalign.search.msadb.neighbour_support` as the
 search applies it). ``--prefilter N`` also adds the prefilter's top N candidates (a larger
 candidate set; held-out check in docs/learned.md).
 """
@@ -32,11 +32,11 @@ import numpy as np
 from homalign.io import read_a3m
 from homalign.methods import get_method
 from homalign.methods.profile import ProteinRep
-from homalign.profile.iterative import PROFILE_DB_OPTIONS, _msa_db_round, _open_db
-from homalign.profile.msadb import graph_candidates, msa_filename, neighbour_support
 from homalign.profile.profile import Profile
 from homalign.search import Hit, fuse_hits, search
 from homalign.search.engine import TargetReps
+from homalign.search.iterative import PROFILE_DB_OPTIONS, _msa_db_round, _open_db
+from homalign.search.msadb import graph_candidates, msa_filename, neighbour_support
 from homalign.search.prefilter import prefilter
 from homalign.stats import karlin_altschul
 
@@ -95,7 +95,7 @@ def extend(args: argparse.Namespace) -> None:
 
 
 def verify(args: argparse.Namespace) -> None:
-    from homalign.profile.iterative import iterative_search
+    from homalign.search.iterative import iterative_search
 
     db = _open_db(str(args.db))
     lists = [read_hits(p) for p in args.lists]

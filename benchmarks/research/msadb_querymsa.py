@@ -50,10 +50,10 @@ def combine(args: argparse.Namespace) -> None:
 def lists(args: argparse.Namespace) -> None:
     from homalign.io.atomic import atomic_write
     from homalign.methods.profile import ProteinRep
-    from homalign.profile.iterative import _msa_db_round, _open_db, build_msa
-    from homalign.profile.msadb import graph_candidates
     from homalign.profile.profile import Profile
     from homalign.search import search
+    from homalign.search.iterative import _msa_db_round, _open_db, build_msa
+    from homalign.search.msadb import graph_candidates
     from homalign.stats import karlin_altschul
 
     db = _open_db(str(args.db))

@@ -38,9 +38,9 @@ from homalign.io.atomic import atomic_write
 from homalign.methods import get_method
 from homalign.methods.base import score_values
 from homalign.methods.profile import ProteinRep
-from homalign.profile.msadb import msa_filename, without_member
 from homalign.profile.profile import Profile
 from homalign.search.database import SequenceDB
+from homalign.search.msadb import msa_filename, without_member
 from homalign.search.prefilter import prefilter
 from homalign.stats import EVDParams, db_evalues, fit_gumbel
 
@@ -209,8 +209,8 @@ def report(args: argparse.Namespace) -> None:
 def write_hits(args: argparse.Namespace) -> None:
     """One variant's rows as a hit list (query, target, score, E) with E-values under the MSA
     database's own null (``null_params``, the search's), for ``benchmarks/research/msadb_extend.py``."""
-    from homalign.profile.iterative import PROFILE_DB_OPTIONS
-    from homalign.profile.msadb import null_params
+    from homalign.search.iterative import PROFILE_DB_OPTIONS
+    from homalign.search.msadb import null_params
 
     cache = json.loads(args.out.read_text())
     ts = train_fold_tuning_set(200, heldout=True)

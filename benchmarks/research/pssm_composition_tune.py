@@ -7,7 +7,7 @@ each target's lambda: ``lambda'`` solves ``mean_i sum_a c_t(a) exp(lambda' S_i(a
 PSSM ``S`` and the target's residue composition ``c_t`` (20 pseudo-residues of background added),
 and the E-value uses ``lambda_gapped * lambda' / lambda_u``, ``lambda_u`` being the same root for
 the background composition. For held-out train-fold queries (never dev), ``pssm@3`` as
-:func:`homalign.profile.iterative.iterative_search` runs it (two inclusion rounds of ``build_msa``,
+:func:`homalign.search.iterative.iterative_search` runs it (two inclusion rounds of ``build_msa``,
 then the profile ranks 1,000 prefilter candidates); rankings reported: BLAST's E-value, with the
 composition scaling (``full``, and ``cap``: never raising lambda), each also with a per-target
 ``ln n`` term; all hit lists are cached in ``--out``.
@@ -28,10 +28,10 @@ from homalign.alphabet import BACKGROUND
 from homalign.evaluate.homology import mean_sensitivity, query_sensitivity, train_fold_tuning_set
 from homalign.methods.profile import ProteinRep
 from homalign.model.weights import atomic_write_bytes
-from homalign.profile.iterative import build_msa
 from homalign.profile.profile import Profile
 from homalign.search import search
 from homalign.search.database import SequenceDB
+from homalign.search.iterative import build_msa
 from homalign.stats import karlin_altschul
 
 GRID = np.linspace(0.01, 1.2, 600)

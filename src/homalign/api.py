@@ -45,7 +45,7 @@ def search(
 
     >>> hits = homalign.search("MKVLAAGIVG...", "astral.fa", method="learned", iterations=3)
 
-    ``iterations`` > 1 runs :func:`homalign.profile.iterative.iterative_search` (PSI-BLAST class
+    ``iterations`` > 1 runs :func:`homalign.search.iterative.iterative_search` (PSI-BLAST class
     for ``sw``/``pssm``; any other method fused with the PSSM round); ``options`` go to
     :func:`homalign.search.search` or to it (``evalue``, ``max_hits``, ``prefilter``, method
     options). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
@@ -58,7 +58,7 @@ def search(
         raise ValueError(f"iterations must be at least 1, got {iterations}")
     q = as_sequence(query, "query")
     if iterations > 1 or options.get("target_msa") is not None:
-        from homalign.profile.iterative import iterative_search
+        from homalign.search.iterative import iterative_search
 
         return iterative_search(q, db, iterations, method, **options)
     from homalign.search.engine import search as engine_search

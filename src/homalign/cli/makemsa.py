@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from homalign.profile.msadb import build_msa_db
+    from homalign.search.msadb import build_msa_db
 
     out = build_msa_db(args.db, args.outdir, args.iterations,
                        inclusion_evalue=args.inclusion_evalue, jobs=args.jobs,

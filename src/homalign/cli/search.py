@@ -93,12 +93,12 @@ def _method_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
-    """``--iterations N``: :func:`homalign.profile.iterative.iterative_search` for each query
+    """``--iterations N``: :func:`homalign.search.iterative.iterative_search` for each query
     (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round)."""
     from tqdm import tqdm
 
-    from homalign.profile.iterative import PSSM_METHODS, iterative_search
     from homalign.search import open_database
+    from homalign.search.iterative import PSSM_METHODS, iterative_search
 
     pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}
     own = {} if args.method in PSSM_METHODS else opts
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     if args.msa_db is not None and args.iterations < 2:
         raise ValueError("--msa-db needs --iterations 2 or more (it builds the query's MSA)")
     if (args.iterations > 1 or args.target_msa is not None) and args.ray is not None:
-        from homalign.profile.iterative import PSSM_METHODS
+        from homalign.search.iterative import PSSM_METHODS
         from homalign.search.ray_backend import search_ray
 
         pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}

@@ -315,7 +315,7 @@ def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
     """Search every query against ``db`` (a SequenceDB) with a registered method, scores only.
 
     ``METHOD@N`` (e.g. ``pssm@3``, ``learned@3``) runs
-    :func:`homalign.profile.iterative.iterative_search` with N iterations instead; its score
+    :func:`homalign.search.iterative.iterative_search` with N iterations instead; its score
     column is ``-ln E`` (a fusion's E-value is its only score), so the walk ranks by E-value."""
     from homalign.search import search_many
 
@@ -341,8 +341,8 @@ def _run_iterative(name: str, queries: Sequence[str], db: Any, *, prefilter: boo
     from tqdm import tqdm
 
     from homalign.methods import get_method
-    from homalign.profile.iterative import PSSM_METHODS, iterative_search
     from homalign.search import TargetReps
+    from homalign.search.iterative import PSSM_METHODS, iterative_search
 
     base, n = parse_iterative_name(name)
     m = get_method(base)
@@ -501,7 +501,7 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
     ``hits/<method>.tsv`` and the plots into ``out``; returns the summary rows.
 
     ``METHOD@N+msadb`` runs ``METHOD@N`` with the MSA database ``target_msa`` (the
-    ``target_msa=`` of :func:`homalign.profile.iterative.iterative_search`)."""
+    ``target_msa=`` of :func:`homalign.search.iterative.iterative_search`)."""
     from homalign.search import SequenceDB
     from homalign.threads import set_threads
 

@@ -231,7 +231,7 @@ def _hmmer_model(seq: Sequence, kind: str, arg: str):
     if kind == "file":
         msa = read_msa_file(arg)
     elif kind == "iterative":
-        from homalign.profile.iterative import cached_msa
+        from homalign.search.iterative import cached_msa
 
         n, db, inc = arg.split("|")
         msa = cached_msa(seq, db, int(n), inclusion_evalue=float(inc))

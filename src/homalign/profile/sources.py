@@ -2,12 +2,12 @@
 
 * ``msa="single"`` (default): the sequence alone, with pseudocounts.
 * ``msa="iterative"`` or ``"iterative:N"`` with ``db=FASTA``: N (default 3) rounds of
-  :func:`homalign.profile.iterative.build_msa`, cached on disk.
+  :func:`homalign.search.iterative.build_msa`, cached on disk.
 * ``msa=DIRECTORY``: ``DIRECTORY/<sequence id>.a3m`` (or ``.fa``, ``.fasta``, ``.afa``, ``.sto``,
   ``.hhm``), so a benchmark can hand the same precomputed MSAs to every method and peer.
 * ``query_msa=PATH`` / ``target_msa=PATH`` (A3M, aligned FASTA or Stockholm, chosen by suffix,
   or a DIRECTORY of ``<id>.a3m`` files such as an MSA database written by
-  :func:`homalign.profile.msadb.build_msa_db`) and ``query_hhm=PATH`` / ``target_hhm=PATH``
+  :func:`homalign.search.msadb.build_msa_db`) and ``query_hhm=PATH`` / ``target_hhm=PATH``
   override ``msa`` for that side (``search`` prepares its query as ``"query"`` and the database
   sequences as ``"target"``).
 
@@ -110,7 +110,7 @@ def _cached(kind: str, arg: str, seq: Sequence, opts: tuple[tuple[str, Any], ...
         _check_query(seq, prof.query, arg)
         return prof
     if kind == "iterative":
-        from homalign.profile.iterative import cached_msa
+        from homalign.search.iterative import cached_msa
 
         n, db, inc = arg.split("|")
         msa = cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
@@ -133,7 +133,7 @@ def a3m_path(seq: Sequence, role: str | None = None, **options: Any) -> Path | N
     if kind in ("file", "hhm"):
         return Path(arg)
     if kind == "iterative":
-        from homalign.profile.iterative import cache_dir, cache_key, cached_msa
+        from homalign.search.iterative import cache_dir, cache_key, cached_msa
 
         n, db, inc = arg.split("|")
         cached_msa(seq, db, int(n), inclusion_evalue=float(inc))

@@ -73,7 +73,7 @@ def _search_queries(queries: list[Sequence], db: SequenceDB | str, method: str,
 
     db = _worker_db(db)
     if iterative:
-        from homalign.profile.iterative import iterative_search
+        from homalign.search.iterative import iterative_search
 
         opts = {k: v for k, v in kwargs.items() if k != "params"}
         return [iterative_search(q, db, method=method, **iterative, **opts) for q in queries]
@@ -110,7 +110,7 @@ def search_ray(
 ) -> list[tuple[Sequence, list[Hit]]]:
     """:func:`homalign.search.search_many` run on Ray workers; the same [(query, hits), ...].
 
-    ``iterations > 1`` / ``target_msa``: :func:`homalign.profile.iterative.iterative_search`
+    ``iterations > 1`` / ``target_msa``: :func:`homalign.search.iterative.iterative_search`
     per query instead (``iterative_options`` its other arguments), sharded by queries."""
     if shard not in ("queries", "db"):
         raise ValueError(f"shard must be 'queries' or 'db', not {shard!r}")

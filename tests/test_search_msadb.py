@@ -12,8 +12,8 @@ from homalign.io import read_a3m
 from homalign.methods import get_method
 from homalign.methods.profile import ProteinRep
 from homalign.profile import Profile
-from homalign.profile.msadb import MANIFEST, build_msa_db, msa_filename, open_msa_db
 from homalign.search import SequenceDB, search
+from homalign.search.msadb import MANIFEST, build_msa_db, msa_filename, open_msa_db
 from homalign.sequence import Sequence
 
 FAMILY = [
@@ -101,8 +101,8 @@ def test_search_scores_targets_with_their_database_msas(dbfile, tmp_path):
 
 
 def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch):
-    from homalign.profile.iterative import iterative_search
-    from homalign.profile.msadb import null_params
+    from homalign.search.iterative import iterative_search
+    from homalign.search.msadb import null_params
 
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
     out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
@@ -111,7 +111,7 @@ def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch
                             evalue=1e9)
     assert {h.target_id for h in hits[:3]} == {"q", "h1", "h2"}
     assert all(h.alignment is not None and h.alignment.evalue == h.evalue for h in hits)
-    from homalign.profile.iterative import PROFILE_DB_OPTIONS
+    from homalign.search.iterative import PROFILE_DB_OPTIONS
 
     params = null_params(out, db, options=PROFILE_DB_OPTIONS)  # fitted by the search above
     assert json.loads((out / "null-hhm.json").read_text())["options"] == PROFILE_DB_OPTIONS
@@ -124,7 +124,7 @@ def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch
                             traceback=False, target_msa=out, fusion_weight=0.5,
                             profile_weight=0.0, neighbour_support=0.0)
     assert [(h.target_id, h.evalue) for h in none] == [(h.target_id, h.evalue) for h in two]
-    from homalign.profile.msadb import neighbour_support
+    from homalign.search.msadb import neighbour_support
 
     plain = iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
                              traceback=False, target_msa=out, neighbour_support=0.0)
@@ -179,8 +179,8 @@ def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeyp
 
 def test_the_query_is_left_out_of_the_target_msas(dbfile, tmp_path, monkeypatch):
     from homalign.methods.base import score_values
-    from homalign.profile.iterative import iterative_search
-    from homalign.profile.msadb import member_index, without_member
+    from homalign.search.iterative import iterative_search
+    from homalign.search.msadb import member_index, without_member
 
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
     out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
@@ -196,7 +196,7 @@ def test_the_query_is_left_out_of_the_target_msas(dbfile, tmp_path, monkeypatch)
                             evalue=1e9, traceback=False)
     qrep = ProteinRep(FAMILY[0], source=Profile.from_sequence(FAMILY[0], **opts))
     t = db.sequence(db.index_of("h1"))
-    from homalign.profile.iterative import PROFILE_DB_OPTIONS as shift
+    from homalign.search.iterative import PROFILE_DB_OPTIONS as shift
 
     left_out = score_values([m.score(qrep, ProteinRep(t, source=Profile.from_msa(reduced, **opts)),
                                      **shift)])[0]
@@ -223,7 +223,7 @@ def test_api_search_with_an_msa_database_checks_it_belongs_to_the_database(dbfil
 
 
 def test_graph_candidates_reach_two_steps_through_the_msa_database(tmp_path):
-    from homalign.profile.msadb import graph_candidates, member_index, msa_members
+    from homalign.search.msadb import graph_candidates, member_index, msa_members
 
     res = "MKVLAAGIVG"
     msas = {"q": ["q", "a"], "a": ["a", "b"], "c": ["c", "a"], "b": ["b", "f"], "d": ["d", "e"],
@@ -245,7 +245,7 @@ def _hit(t: str, e: float, index: int = 0):
 
 
 def test_neighbour_support_lifts_targets_whose_msa_neighbours_were_found(tmp_path):
-    from homalign.profile.msadb import neighbour_support
+    from homalign.search.msadb import neighbour_support
 
     res = "MKVLAAGIVG"
     # a's MSA holds b; c's MSA holds a and the query; d stands alone
@@ -272,7 +272,7 @@ def test_neighbour_support_lifts_targets_whose_msa_neighbours_were_found(tmp_pat
 def test_query_msa_from_other_sequences_searches_only_the_database(tmp_path, monkeypatch):
     """``msa_db=``: the query's MSA comes from a larger sequence set (HHblits: UniRef), the search
     and its hits stay in ``db``."""
-    from homalign.profile.iterative import build_msa, iterative_search
+    from homalign.search.iterative import build_msa, iterative_search
 
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
     db = SequenceDB.from_sequences([FAMILY[0], FAMILY[2], *NOISE])
@@ -307,7 +307,7 @@ def test_cli_msa_db_needs_iterations(dbfile, tmp_path, capsys):
 
 
 def test_neighbours_are_msa_members_and_owners(tmp_path):
-    from homalign.profile.msadb import neighbours
+    from homalign.search.msadb import neighbours
 
     for owner, rows in {"a": ["a", "b", "a"], "b": ["b"], "c": ["c", "a"]}.items():
         (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\nMKV\n" for r in rows))

@@ -3,7 +3,7 @@
 HH-suite searches a query profile against a database of *profiles* (each database sequence's own
 MSA); a profile-profile score then sees the conservation of both families. :func:`build_msa_db`
 makes such a database from a sequence database: for every sequence, ``iterations`` rounds of
-:func:`homalign.profile.iterative.build_msa` against the same database, written as
+:func:`homalign.search.iterative.build_msa` against the same database, written as
 ``OUTDIR/<id>.a3m`` — the layout ``msa=DIRECTORY`` / ``target_msa=DIRECTORY`` already read
 (:mod:`homalign.profile.sources`).
 
@@ -71,7 +71,7 @@ def _write_manifest(outdir: Path, settings: dict[str, Any]) -> None:
 def _build_part(args: tuple) -> int:
     """Worker: MSAs of sequences ``part, part + jobs, ...`` missing from ``outdir``."""
     from homalign.io import write_a3m
-    from homalign.profile.iterative import _open_db, build_msa
+    from homalign.search.iterative import _open_db, build_msa
 
     db_path, outdir, part, jobs, iterations, inclusion, max_candidates, progress = args
     db = _open_db(db_path)
@@ -95,7 +95,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
                  progress: bool = True) -> Path:
     """Write ``OUTDIR/<id>.a3m`` for every sequence of ``db`` (FASTA or makedb directory) that
     lacks one (see the module docstring); returns ``OUTDIR``."""
-    from homalign.profile.iterative import _open_db
+    from homalign.search.iterative import _open_db
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")

@@ -174,19 +174,19 @@ def iterative_search(
     path; default ``db``), as HHblits builds it from UniRef and then searches PDB70; typically
     ``db`` plus more unlabelled sequences. Only ``db`` is searched and reported.
 
-    ``target_msa``: an MSA database of ``db`` (:func:`homalign.profile.msadb.build_msa_db`).
+    ``target_msa``: an MSA database of ``db`` (:func:`homalign.search.msadb.build_msa_db`).
     The query's MSA then also ranks the candidates against every target's *own* MSA by the
     HHsearch-class ``hhm`` score (:data:`PROFILE_DB_OPTIONS`; E-values from the database's null
-    law, :func:`homalign.profile.msadb.null_params`), the candidates being the prefilter's plus
+    law, :func:`homalign.search.msadb.null_params`), the candidates being the prefilter's plus
     those the query's MSA reaches through the database's MSAs
-    (:func:`homalign.profile.msadb.graph_candidates`): with ``method="hhm"`` (or ``pssm``/``sw``)
+    (:func:`homalign.search.msadb.graph_candidates`): with ``method="hhm"`` (or ``pssm``/``sw``)
     that round is the result (HHblits class); with another method it joins the fusion with
     weight ``profile_weight``, the method keeps ``fusion_weight`` and the PSSM round the rest
     (defaults :data:`MSADB_FUSION_WEIGHTS`: method 0.25, PSSM 0.25, MSA database 0.5; without
     ``target_msa`` the method's default weight is :data:`DEFAULT_FUSION_WEIGHT`). Last, the
-    ranking takes in the MSA graph's evidence (:func:`homalign.profile.msadb.neighbour_support`,
+    ranking takes in the MSA graph's evidence (:func:`homalign.search.msadb.neighbour_support`,
     exponent ``neighbour_support``): a target whose MSA neighbour the query found moves up. Its
-    default is :data:`homalign.profile.msadb.NEIGHBOUR_SUPPORT` for a fused ranking (already a
+    default is :data:`homalign.search.msadb.NEIGHBOUR_SUPPORT` for a fused ranking (already a
     ranking value) and 0 (off) for the HHblits-class ``hhm`` result, whose E-values stay
     calibrated unless asked (docs/learned.md: the supported values admit more false positives
     at a given E).
@@ -233,8 +233,8 @@ def iterative_search(
     else:
         cand = np.arange(len(db), dtype=np.int64)
     if target_msa is not None:
-        from homalign.profile.msadb import NEIGHBOUR_SUPPORT, graph_candidates
-        from homalign.profile.msadb import neighbour_support as support
+        from homalign.search.msadb import NEIGHBOUR_SUPPORT, graph_candidates
+        from homalign.search.msadb import neighbour_support as support
 
         hhblits = method in (*PSSM_METHODS, PROFILE_DB_METHOD)  # keeps calibrated E-values
         nb_weight = ((0.0 if hhblits else NEIGHBOUR_SUPPORT) if neighbour_support is None
@@ -274,13 +274,13 @@ def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
                   target_msa: str | os.PathLike) -> tuple[list, tuple[Any, Any]]:
     """(hits, (query representation, target representations)) of the query's MSA (None: its
     sequence alone) against the candidates' own MSAs, the query left out of every target's MSA
-    (:class:`homalign.profile.msadb.LeaveQueryOut`)."""
+    (:class:`homalign.search.msadb.LeaveQueryOut`)."""
     import math
 
     from homalign.methods import get_method
     from homalign.methods.profile import ProteinRep
-    from homalign.profile.msadb import LeaveQueryOut
     from homalign.search import search
+    from homalign.search.msadb import LeaveQueryOut
 
     shared, params = _msa_db_state(str(target_msa), db)
     m = get_method(PROFILE_DB_METHOD)
@@ -304,8 +304,8 @@ def _msa_db_state(target_msa: str, db: Any) -> tuple[Any, Any]:
     """(prepared target profiles, null law) of an MSA database, checked against ``db`` and set
     up once, then shared by the queries of one process."""
     from homalign.methods import get_method
-    from homalign.profile.msadb import null_params, open_msa_db
     from homalign.search import TargetReps
+    from homalign.search.msadb import null_params, open_msa_db
 
     key = (target_msa, id(db))
     if key not in _MSA_DB_STATE:
