@@ -79,15 +79,19 @@ def test_level_counts_exclude_the_query(index):
 def test_walk_stops_at_the_first_false_positive(index):
     ranking = ["q", "f1", "s1", "o1", "x1", "f2", "s2", "o2"]
     sens = query_sensitivity("q", ranking, index)
-    assert sens == {"family": 1 / 2, "superfamily": 1 / 4, "fold": 1 / 2}
+    # published denominators: famCnt-1 = 2, sfamCnt-(famCnt-1) = 7-2 = 5, foldCnt-(sfamCnt-1) = 3
+    assert sens == {"family": 1 / 2, "superfamily": 1 / 5, "fold": 1 / 3,
+                    "superfamily_exclusive": 1 / 4, "fold_exclusive": 1 / 2}
 
 
 def test_perfect_ranking_and_unknown_or_repeated_targets(index):
-    ranking = ["f1", "f1", "unknown", "f2", "s1", "s2", "s3", "lonely", "o2", "q", "o1", "x2"]
-    assert query_sensitivity("q", ranking, index) == {"family": 1.0, "superfamily": 1.0,
-                                                      "fold": 1.0}
-    assert query_sensitivity("q", ["x1", "f1"], index) == {"family": 0.0, "superfamily": 0.0,
-                                                           "fold": 0.0}
+    ranking = ["f1", "f1", "f2", "s1", "s2", "s3", "lonely", "o2", "q", "o1", "x2"]
+    assert query_sensitivity("q", ranking, index) == {
+        "family": 1.0, "superfamily": 4 / 5, "fold": 2 / 3,  # the published +1 denominators
+        "superfamily_exclusive": 1.0, "fold_exclusive": 1.0}
+    # a target without a label is a false positive (the published script's rule)
+    assert query_sensitivity("q", ["f1", "unknown", "f2"], index)["family"] == 1 / 2
+    assert set(query_sensitivity("q", ["x1", "f1"], index).values()) == {0.0}
 
 
 def test_sensitivities_sort_by_score_and_skip_unscorable_queries(index):
@@ -99,7 +103,8 @@ def test_sensitivities_sort_by_score_and_skip_unscorable_queries(index):
     }
     per = sensitivities(results, ["q", "lonely"], index)
     assert list(per) == ["q"]
-    assert per["q"] == {"family": 1.0, "superfamily": 1 / 4, "fold": 0.0}
+    assert per["q"] == {"family": 1.0, "superfamily": 1 / 5, "fold": 0.0,
+                        "superfamily_exclusive": 1 / 4, "fold_exclusive": 0.0}
     assert mean_sensitivity(per) == per["q"]
     assert rank_by_score([("a", 1.0), ("b", 3.0), ("c", 1.0)]) == ["b", "a", "c"]
     # the walk follows E-values (ties by score): a high score with a worse E-value comes later
@@ -186,7 +191,8 @@ def test_run_benchmark_end_to_end(tmp_path):
     assert row["family"] == 1.0  # 80%-identical family mates always rank first
     with open(tmp_path / "out" / "summary.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["method", "queries", "family", "superfamily", "fold", "seconds"]
+    assert list(rows[0]) == ["method", "queries", "family", "superfamily", "fold",
+                             "superfamily_exclusive", "fold_exclusive", "seconds"]
     assert float(rows[0]["family"]) == 1.0
     assert (tmp_path / "out" / "sensitivity.png").stat().st_size > 1000
     with open(tmp_path / "out" / "precision_recall.csv") as fh:

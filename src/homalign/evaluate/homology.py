@@ -1,14 +1,29 @@
 """Homology detection benchmark on SCOPe: the protocol of the Foldseek paper.
 
 van Kempen et al., "Fast and accurate protein structure search with Foldseek", Nature
-Biotechnology 2023 (SCOPe40 benchmark). For each query, its hits are sorted by score and the
-self hit is skipped; walking down the list until the first false positive (a hit in another fold),
-a hit in the query's family counts for the *family* level, one in its superfamily but another
-family for the *superfamily* level, one in its fold but another superfamily for the *fold* level.
-Per query, the sensitivity at a level is the hits found at that level divided by the database
-members at that level; only queries whose family has another member, whose superfamily has
-members outside the family and whose fold has members outside the superfamily are scored; the
-benchmark reports means over the scored queries.
+Biotechnology 2023 (SCOPe40 benchmark), exactly as its published script computes it
+(foldseek-analysis ``scopbenchmark/scripts/bench.noselfhit.awk``). For each query, its hits are
+walked best first and the self hit is skipped; until the first false positive (a hit in another
+fold, or a hit on a target without a SCOP label), a hit in the query's family counts for the
+*family* level, one in its superfamily but another family for the *superfamily* level, one in its
+fold but another superfamily for the *fold* level. With ``famCnt``, ``sfamCnt``, ``foldCnt`` the
+database members (the query included) of the query's family, superfamily and fold, the script
+divides::
+
+    family       found / (famCnt - 1)
+    superfamily  found / (sfamCnt - (famCnt - 1))
+    fold         found / (foldCnt - (sfamCnt - 1))
+
+(the published denominators count one member too many at the two upper levels: the query is
+subtracted once per level, not once overall). Those are the headline columns ``family``,
+``superfamily``, ``fold``, comparable with the paper's tables. The *exclusive* variant divides by
+the members at that level only (``sfamCnt - famCnt``, ``foldCnt - sfamCnt``): columns
+``superfamily_exclusive`` and ``fold_exclusive``. Only queries whose family has another member,
+whose superfamily has members outside the family and whose fold has members outside the
+superfamily are scored (the script's condition); the benchmark reports means over the scored
+queries (the script's own mean divides by the row count plus its header line, a 1/(n+1) bias
+not reproduced here). A query without hits scores 0. A target listed twice counts once (the
+script is fed one row per target; BLAST's extra HSPs are not more hits).
 
 Also: precision / recall / F1 of "homologous" calls (same superfamily) at E-value thresholds,
 ``summary.csv`` (``method,queries,family,superfamily,fold,seconds``), per-query sensitivities and
@@ -39,9 +54,12 @@ import numpy as np
 from homalign.errors import InputError
 
 LEVELS = ("family", "superfamily", "fold")
+EXCLUSIVE = ("superfamily_exclusive", "fold_exclusive")
+"""The exclusive-count variant's columns (denominators without the published script's +1)."""
+COLUMNS = (*LEVELS, *EXCLUSIVE)
 EVALUE_THRESHOLDS = (1e-10, 1e-5, 1e-3, 1e-2, 0.1, 1.0, 10.0)
 PEERS = ("blastp", "psiblast", "phmmer", "jackhmmer", "mmseqs")
-SUMMARY_COLUMNS = ("method", "queries", "family", "superfamily", "fold", "seconds")
+SUMMARY_COLUMNS = ("method", "queries", *COLUMNS, "seconds")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,9 +147,29 @@ class ScopIndex:
         fold = self.n_fold[s.fold]
         return LevelCounts(fam - 1, sfam - fam, fold - sfam)
 
+    def published_denominators(self, query: str) -> tuple[int, int, int]:
+        """The published script's denominators: ``famCnt - 1``, ``sfamCnt - (famCnt - 1)``,
+        ``foldCnt - (sfamCnt - 1)`` (counts include the query)."""
+        s = self.labels[query]
+        fam = self.n_family[s.family]
+        sfam = self.n_superfamily[s.superfamily]
+        fold = self.n_fold[s.fold]
+        return fam - 1, sfam - (fam - 1), fold - (sfam - 1)
+
     def scorable(self, query: str) -> bool:
         c = self.counts(query)
         return c.family > 0 and c.superfamily > 0 and c.fold > 0
+
+    def why_unscorable(self, query: str) -> str | None:
+        """Why the protocol does not score ``query`` (``None`` if it does)."""
+        c = self.counts(query)
+        if c.family == 0:
+            return "family has no other member"
+        if c.superfamily == 0:
+            return "superfamily has no member outside the family"
+        if c.fold == 0:
+            return "fold has no member outside the superfamily"
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,10 +177,12 @@ class ScopIndex:
 # ---------------------------------------------------------------------------------------------
 
 def query_sensitivity(query: str, ranked: Sequence[str], index: ScopIndex) -> dict[str, float]:
-    """Sensitivity up to the first false positive at each level for one query.
+    """Sensitivity up to the first false positive at each level for one query (see the module
+    docstring): keys ``family``, ``superfamily``, ``fold`` (the published script's) and
+    ``superfamily_exclusive``, ``fold_exclusive``.
 
-    ``ranked``: target ids best first (sorted by score). The self hit is skipped, targets without
-    a label are ignored, a repeated target counts once.
+    ``ranked``: target ids best first. The self hit is skipped, a target without a label is a
+    false positive (as in the published script), a repeated target counts once.
     """
     q = index.labels[query]
     counts = index.counts(query)
@@ -153,9 +193,7 @@ def query_sensitivity(query: str, ranked: Sequence[str], index: ScopIndex) -> di
             continue
         seen.add(target)
         t = index.labels.get(target)
-        if t is None:
-            continue
-        if t.fold != q.fold:
+        if t is None or t.fold != q.fold:
             break  # the first false positive
         if t.family == q.family:
             found["family"] += 1
@@ -163,9 +201,16 @@ def query_sensitivity(query: str, ranked: Sequence[str], index: ScopIndex) -> di
             found["superfamily"] += 1
         else:
             found["fold"] += 1
-    totals = {"family": counts.family, "superfamily": counts.superfamily, "fold": counts.fold}
-    return {level: found[level] / totals[level] if totals[level] else float("nan")
-            for level in LEVELS}
+    fam, sfam, fold = index.published_denominators(query)
+
+    def ratio(n: int, d: int) -> float:
+        return n / d if d > 0 else float("nan")
+
+    return {"family": ratio(found["family"], fam),
+            "superfamily": ratio(found["superfamily"], sfam),
+            "fold": ratio(found["fold"], fold),
+            "superfamily_exclusive": ratio(found["superfamily"], counts.superfamily),
+            "fold_exclusive": ratio(found["fold"], counts.fold)}
 
 
 def rank_by_score(hits: Iterable[tuple[str, float]]) -> list[str]:
@@ -196,6 +241,25 @@ def sensitivities(results: dict[str, list[tuple[str, float, float]]], queries: S
         ranked = rank_by_evalue(results.get(q, []))
         out[q] = query_sensitivity(q, ranked, index)
     return out
+
+
+def unscored(queries: Sequence[str], index: ScopIndex) -> dict[str, int]:
+    """Why queries are not scored: reason → number of queries (empty when all are scored)."""
+    why: dict[str, int] = {}
+    for q in queries:
+        reason = index.why_unscorable(q)
+        if reason is not None:
+            why[reason] = why.get(reason, 0) + 1
+    return why
+
+
+def scored_report(n_queries: int, why: dict[str, int]) -> str:
+    """One line: how many queries the protocol scored, and why the others were not."""
+    scored = n_queries - sum(why.values())
+    line = f"{scored} of {n_queries} queries scored"
+    if why:
+        line += " (not scored: " + "; ".join(f"{n} {reason}" for reason, n in why.items()) + ")"
+    return line
 
 
 def train_fold_queries(labels: dict[str, Scop], index: ScopIndex, exclude: set[str], n: int,
@@ -264,9 +328,11 @@ def train_fold_tuning_set(n: int, heldout: bool = False,
 
 
 def mean_sensitivity(per_query: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Means over queries of every column the per-query values have (:data:`COLUMNS`)."""
     if not per_query:
-        return {level: float("nan") for level in LEVELS}
-    return {level: float(np.mean([v[level] for v in per_query.values()])) for level in LEVELS}
+        return {level: float("nan") for level in COLUMNS}
+    keys = [c for c in COLUMNS if all(c in v for v in per_query.values())]
+    return {k: float(np.mean([v[k] for v in per_query.values()])) for k in keys}
 
 
 def precision_recall(results: dict[str, list[tuple[str, float, float]]], queries: Sequence[str],
@@ -514,7 +580,10 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
         step = max(len(queries) // limit, 1)
         queries = queries[::step][:limit]
     index = ScopIndex(labels)
+    print(f"homology benchmark: {scored_report(len(queries), unscored(queries, index))}",
+          file=sys.stderr)
     db = SequenceDB.from_fasta(db_fasta)
+    dataset = f"{Path(db_fasta).name}, {Path(query_list).name}"
     summary, per_query_rows, pr_rows = [], [], []
     with tempfile.TemporaryDirectory(prefix="homology-peers-", dir=out) as tmp:
         plain_db = Path(tmp) / "db.fa"
@@ -550,22 +619,25 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
             for row in precision_recall(results, queries, index):
                 pr_rows.append({"method": method, **row})
             _write_hits(out / "hits" / f"{method}.tsv", results)
-            print(f"homology benchmark: {method}: {len(per_query)} queries, family "
-                  f"{means['family']:.3f}, superfamily {means['superfamily']:.3f}, fold "
-                  f"{means['fold']:.3f}, {seconds:.1f} s", file=sys.stderr)
-            _write_outputs(out, summary, per_query_rows, pr_rows)  # after every method
-    _write_outputs(out, summary, per_query_rows, pr_rows)
+            print(f"homology benchmark: {method}: {len(per_query)} of {len(queries)} queries "
+                  f"scored, family {means['family']:.3f}, superfamily "
+                  f"{means['superfamily']:.3f}, fold {means['fold']:.3f} (published protocol; "
+                  f"exclusive counts: superfamily {means['superfamily_exclusive']:.3f}, fold "
+                  f"{means['fold_exclusive']:.3f}), {seconds:.1f} s", file=sys.stderr)
+            _write_outputs(out, summary, per_query_rows, pr_rows, dataset)  # after every method
+    _write_outputs(out, summary, per_query_rows, pr_rows, dataset)
     return summary
 
 
 def _write_outputs(out: Path, summary: list[dict[str, Any]],
-                   per_query_rows: list[dict[str, Any]], pr_rows: list[dict[str, Any]]) -> None:
+                   per_query_rows: list[dict[str, Any]], pr_rows: list[dict[str, Any]],
+                   dataset: str = "") -> None:
     _write_csv(out / "summary.csv", SUMMARY_COLUMNS, summary)
-    _write_csv(out / "per_query.csv", ("method", "query", *LEVELS), per_query_rows)
+    _write_csv(out / "per_query.csv", ("method", "query", *COLUMNS), per_query_rows)
     _write_csv(out / "precision_recall.csv",
                ("method", "evalue", "calls", "true", "precision", "recall", "f1"), pr_rows)
     if per_query_rows:
-        plot_cumulative(per_query_rows, out / "sensitivity.png")
+        plot_cumulative(per_query_rows, out / "sensitivity.png", dataset=dataset)
 
 
 def _fmt(v: Any) -> str:
@@ -594,33 +666,53 @@ def _write_hits(path: Path, results: dict[str, list[tuple[str, float, float]]]) 
                 fh.write(f"{q}\t{t}\t{s:.6g}\t{e:.4g}\n")
 
 
-def plot_cumulative(per_query_rows: Sequence[dict[str, Any]], path: Path) -> None:
+def plot_cumulative(per_query_rows: Sequence[dict[str, Any]], path: Path, *,
+                    dataset: str = "") -> None:
     """Three panels (family, superfamily, fold): per method, the queries sorted by sensitivity
-    (x: fraction of queries, y: sensitivity up to the first false positive), as in the paper."""
+    (x: fraction of queries, y: sensitivity up to the first false positive), as in the paper.
+
+    The title names the dataset and the number of scored queries; each method keeps its colour
+    across runs (:func:`homalign.evaluate.plots.method_color`); the legend sits below the panels.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from homalign.evaluate.plots import method_color
     from homalign.io import atomic_write
 
     methods = list(dict.fromkeys(r["method"] for r in per_query_rows))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
-    for ax, level in zip(axes, LEVELS, strict=True):
-        for m in methods:
-            v = np.sort([r[level] for r in per_query_rows if r["method"] == m])[::-1]
-            x = np.arange(1, len(v) + 1) / len(v)
-            ax.plot(x, v, label=f"{m} ({np.mean(v):.3f})")
-        ax.set_title(level.capitalize())
-        ax.set_xlabel("Fraction of queries")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1.02)
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("Sensitivity up to the 1st FP")
-    fig.tight_layout()
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=120)
-    plt.close(fig)
+    n = {m: sum(r["method"] == m for r in per_query_rows) for m in methods}
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.8), sharey=True)
+    try:
+        means = {m: " / ".join(f"{np.mean([r[lv] for r in per_query_rows if r['method'] == m]):.3f}"
+                               for lv in LEVELS) for m in methods}
+        for ax, level in zip(axes, LEVELS, strict=True):
+            for m in methods:
+                v = np.sort([r[level] for r in per_query_rows if r["method"] == m])[::-1]
+                x = np.arange(1, len(v) + 1) / len(v)
+                ax.plot(x, v, color=method_color(m),
+                        label=f"{m} (family / superfamily / fold {means[m]})")
+            ax.set_title(level.capitalize())
+            ax.set_xlabel("Fraction of queries")
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1.02)
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("Sensitivity up to the 1st FP")
+        counts = sorted(set(n.values()))
+        n_text = f"n = {counts[0]}" if len(counts) == 1 else "n = " + ", ".join(
+            f"{m} {k}" for m, k in n.items())
+        fig.suptitle(f"SCOPe homology benchmark{': ' + dataset if dataset else ''} "
+                     f"({n_text} scored queries; published protocol)", fontsize=10)
+        handles, names = axes[0].get_legend_handles_labels()
+        fig.legend(handles, names, loc="lower center", ncol=min(len(methods), 3), fontsize=8,
+                   frameon=False)
+        fig.tight_layout(rect=(0, 0.04 + 0.04 * ((len(methods) - 1) // 3 + 1), 1, 0.95))
+        with atomic_write(path, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=120)
+    finally:
+        plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------------------
