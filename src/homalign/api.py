@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from typing import Any
 
 from homalign.alignment import Alignment
-from homalign.methods import get_method
+from homalign.methods import Method, OptionError, get_method
+from homalign.methods.base import describe_options
 from homalign.sequence import Sequence, as_sequence
 
 DEFAULT_METHOD = "learned"
+
+
+def _pair_statistics(m: Method, aln: Alignment, options: dict[str, Any]) -> None:
+    """Set ``aln.evalue`` / ``aln.bits`` (one pair: the target is the search space) where the
+    method has a null law without a fit: ``sw`` with a published matrix/gap-cost pair
+    (Karlin-Altschul) and methods that ship theirs (``learned``: the ranking score's law, the
+    score search ranks the pair by). Others keep None ("not computed"); peers set their own."""
+    if aln.evalue is not None or len(aln.pairs) == 0:
+        return
+    import numpy as np
+
+    from homalign.stats import bit_score, db_evalues, karlin_altschul
+
+    lq, lt = len(aln.query), len(aln.target)
+    params, score = None, None
+    if m.name == "sw":
+        opts = {**m.defaults, **options}
+        params = karlin_altschul(str(opts["matrix"]), float(opts["gap_open"]),
+                                 float(opts["gap_extend"]))
+        score = aln.score
+    elif m.null_params is not None and "homology_score" in aln.extra:
+        params = m.null_params()
+        score = float(aln.extra["homology_score"])
+    if params is None or score is None:
+        return
+    aln.evalue = float(db_evalues(np.array([score]), params, lq, np.array([lt]), lt, 1)[0])
+    aln.bits = float(bit_score(score, params, lq, lt))
 
 
 def align(
@@ -24,12 +54,50 @@ def align(
     ...                      gap_open=11, gap_extend=1)
 
     Gap costs follow BLAST's convention: a gap of length k costs ``gap_open + k * gap_extend``.
+    Every keyword is an option the method declares (``homalign.methods.get_method(name)
+    .options``: name, type, default, meaning); any other is an :class:`OptionError` naming the
+    valid ones. ``Alignment.evalue`` / ``bits`` are set where the method has a null law without
+    a fit (``sw`` with published Karlin-Altschul values, ``learned``, the peers), else None.
     """
     m = get_method(method)
+    m.check_options(options)
     reason = m.available()
     if reason is not None:
         raise RuntimeError(f"method {method!r} is not available here: {reason}")
-    return m.align(as_sequence(query, "query"), as_sequence(target, "target"), **options)
+    aln = m.align(as_sequence(query, "query"), as_sequence(target, "target"), **options)
+    _pair_statistics(m, aln, options)
+    return aln
+
+
+def _keywords(fn: Any, skip: int) -> list[str]:
+    """The named parameters of ``fn`` after its first ``skip`` (no ``**kwargs``)."""
+    params = list(inspect.signature(fn).parameters.values())[skip:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def check_search_options(method: str, options: dict[str, Any], iterative: bool = False) -> None:
+    """Raise :class:`OptionError` for a keyword that neither the search (``evalue``,
+    ``max_hits``, ``prefilter``... and, iterative, its rounds' options) nor ``method`` declares,
+    naming both lists."""
+    from homalign.search.engine import search as engine_search
+
+    m = get_method(method)
+    search_kw = _keywords(engine_search, 3)
+    if iterative:
+        from homalign.search.iterative import iterative_search
+
+        search_kw += [k for k in _keywords(iterative_search, 4) if k not in search_kw]
+    method_kw = list(m.option_names or ())
+    unknown = [k for k in options if k not in search_kw and k not in method_kw]
+    if unknown and m.options is not None:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, search_kw + method_kw, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise OptionError(f"search has no option {', '.join(hints)}; the search's options: "
+                          f"{', '.join(search_kw)}; method {method!r}'s options: "
+                          f"{describe_options(m.options) or 'none'}")
+    m.check_options({k: v for k, v in options.items() if k not in search_kw})
 
 
 def search(
@@ -48,7 +116,7 @@ def search(
     ``iterations`` > 1 runs :func:`homalign.search.iterative.iterative_search` (PSI-BLAST class
     for ``sw``/``pssm``; any other method fused with the PSSM round); ``options`` go to
     :func:`homalign.search.search` or to it (``evalue``, ``max_hits``, ``prefilter``, method
-    options). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
+    options: every other keyword is an :class:`OptionError`). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
     the query's MSA against each target's own MSA (HHblits class with ``method="hhm"``; fused
     into ``learned``'s ranking otherwise); ``neighbour_support=W`` lifts the targets whose MSA
     neighbours it found (default on for a fused ranking, off for ``hhm``). ``homalign.search``
@@ -56,8 +124,10 @@ def search(
     """
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
+    iterative = iterations > 1 or options.get("target_msa") is not None
+    check_search_options(method, options, iterative)
     q = as_sequence(query, "query")
-    if iterations > 1 or options.get("target_msa") is not None:
+    if iterative:
         from homalign.search.iterative import iterative_search
 
         return iterative_search(q, db, iterations, method, **options)

@@ -1,6 +1,11 @@
-"""Human- and machine-readable renderings of an Alignment (pairwise text, FASTA, A3M, BLAST tab)."""
+"""Human- and machine-readable renderings of an Alignment (pairwise text, FASTA, A3M, BLAST
+tabular with BLAST's column names, JSON Lines), shared by ``homalign align`` and ``search``."""
 
 from __future__ import annotations
+
+import json
+import math
+from typing import Any
 
 from homalign.alignment import Alignment
 from homalign.alphabet import encode
@@ -29,12 +34,15 @@ def format_pair(aln: Alignment, width: int = 60) -> str:
         f"# {aln.query_id} (L={len(aln.query)}) vs {aln.target_id} (L={len(aln.target)})"
         f"  method={aln.method}",
         f"# score={aln.score:.2f}"
-        + (f" bits={aln.bits:.1f}" if aln.bits is not None else "")
-        + (f" evalue={aln.evalue:.2g}" if aln.evalue is not None else "")
+        + (f" bits={aln.bits:.1f}" if aln.bits is not None else " bits=NA")
+        + (f" evalue={aln.evalue:.2g}" if aln.evalue is not None else " evalue=NA")
         + f" aligned={aln.length} identities={aln.n_identical}/{cols}"
         + (f" ({100 * aln.n_identical / cols:.0f}%)" if cols else "")
         + f" gaps={n_gaps}/{cols} cigar={aln.cigar or '-'}",
     ]
+    prob = aln.extra.get("homology_probability")
+    if prob is not None:
+        head.append(f"# homology_probability={float(prob):.3f}")
     if "homologs" in aln.extra:  # learned with consistency: the intermediates it went through
         head.append(f"# homologs={len(aln.extra['homologs'])}"
                     + (" " + " ".join(aln.extra["homologs"]) if aln.extra["homologs"] else ""))
@@ -87,7 +95,78 @@ def tabular_hit(aln: Alignment, evalue: float | None = None, bits: float | None 
         pident=100.0 * aln.n_identical / cols if cols else 0.0,
         length=cols, mismatch=aln.length - aln.n_identical, gapopen=aln.n_gap_opens,
         qstart=qs + 1, qend=qe, sstart=ts + 1, send=te,
-        evalue=float("nan") if ev is None else ev,
-        bitscore=aln.score if bs is None else bs,
+        evalue=float("nan") if ev is None else ev,  # written NA: not computed
+        bitscore=float("nan") if bs is None else bs,
         qaln=qa, taln=ta,
     )
+
+
+def blast_fields(aln: Alignment, *, query_id: str | None = None, target_id: str | None = None,
+                 evalue: float | None = None, bits: float | None = None,
+                 score: float | None = None) -> dict[str, Any]:
+    """Every BLAST ``-outfmt 6`` field of :data:`homalign.io.blast_tab.OUTFMT_FIELDS` for an
+    alignment (E-value / bits: the given ones, else the alignment's, else None = not computed;
+    ``score``: the given one, e.g. a search hit's ranking score, else the alignment's)."""
+    qa, ta = aln.gapped()
+    cols = len(qa)
+    qs, qe = aln.query_span
+    ts, te = aln.target_span
+    ident = aln.n_identical
+    m = substitution_matrix("BLOSUM62")
+    positive = sum(1 for a, b in zip(qa, ta, strict=True)
+                   if a != "-" and b != "-" and m[encode(a)[0], encode(b)[0]] > 0)
+    qid = aln.query_id if query_id is None else query_id
+    tid = aln.target_id if target_id is None else target_id
+    ev = aln.evalue if evalue is None else evalue
+    bs = aln.bits if bits is None else bits
+    return {
+        "qseqid": qid, "qacc": qid, "qaccver": qid, "sseqid": tid, "sacc": tid, "saccver": tid,
+        "pident": 100.0 * ident / cols if cols else 0.0, "length": cols,
+        "mismatch": aln.length - ident, "gapopen": aln.n_gap_opens,
+        "gaps": qa.count("-") + ta.count("-"), "nident": ident, "positive": positive,
+        "ppos": 100.0 * positive / cols if cols else 0.0,
+        "qstart": qs + 1, "qend": qe, "sstart": ts + 1, "send": te,
+        "qlen": len(aln.query), "slen": len(aln.target), "qseq": qa, "sseq": ta,
+        "evalue": ev, "bitscore": bs, "score": aln.score if score is None else score,
+        "qcovhsp": 100.0 * (qe - qs) / len(aln.query) if len(aln.query) else 0.0,
+    }
+
+
+def format_tabular(aln: Alignment, columns: tuple[str, ...], **kw: Any) -> str:
+    """One BLAST tabular line of ``columns`` (BLAST's names) for an alignment, or "" when it has
+    no aligned pair (BLAST writes no line for a pair without a hit)."""
+    from homalign.io.blast_tab import format_fields
+
+    if len(aln.pairs) == 0:
+        return ""
+    return format_fields(blast_fields(aln, **kw), columns)
+
+
+def _json_number(x: Any) -> Any:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+def format_json(aln: Alignment, **kw: Any) -> str:
+    """One JSON Lines record: BLAST's field names, plus method, cigar and (learned)
+    homology_probability; a value not computed is null."""
+    f = blast_fields(aln, **kw)
+    rec: dict[str, Any] = {
+        "qseqid": f["qseqid"], "sseqid": f["sseqid"], "method": aln.method,
+        "evalue": _json_number(f["evalue"]), "bitscore": _json_number(f["bitscore"]),
+        "score": _json_number(f["score"]),
+    }
+    for k in ("pident", "length", "mismatch", "gapopen", "gaps", "nident", "positive", "qstart",
+              "qend", "sstart", "send", "qlen", "slen", "qseq", "sseq"):
+        rec[k] = f[k]
+    if len(aln.pairs) == 0:
+        for k in ("qstart", "qend", "sstart", "send"):
+            rec[k] = None
+    rec["cigar"] = aln.cigar or None
+    for k in ("homology_probability", "homology_score", "homologs", "probability"):
+        if k in aln.extra:
+            v = aln.extra[k]
+            rec[k] = v if isinstance(v, list) else _json_number(v)
+    return json.dumps(rec, separators=(",", ":")) + "\n"

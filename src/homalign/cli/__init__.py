@@ -27,7 +27,18 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"homalign.cli.{verb}")
         p = module.add_parser(sub)
         p.set_defaults(_run=module.run)
+    _no_abbreviations(parser)
     return parser
+
+
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """A flag must be spelt in full: ``--evalu`` is an error, not ``--evalue`` (an abbreviation
+    that works today would silently change meaning when a flag is added)."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _no_abbreviations(child)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
+    except BrokenPipeError:
+        return _closed_pipe()
     except (HomalignError, ValueError, OSError, RuntimeError) as exc:
         if os.environ.get("HOMALIGN_DEBUG"):
             raise
@@ -43,6 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("homalign: interrupted", file=sys.stderr)
         return 130
+
+
+def _closed_pipe() -> int:
+    """The reader of our output went away (``homalign search ... | head -1``): stop quietly with
+    status 0, as BLAST and grep do. Standard output is pointed at /dev/null so that the
+    interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 if __name__ == "__main__":

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-FORMATS = ("tab", "a3m", "pair")
+from homalign.cli import _common
 
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+FORMATS = ("tab", "json", "pair", "a3m")
+#: PSSM-round options of an iterative search (the method gets them only if it declares them)
+PSSM_ROUND_OPTIONS = ("matrix", "gap_open", "gap_extend")
 
 
 def _positive_float(text: str) -> float:
@@ -29,26 +27,28 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "search", help="search a protein database: hits ranked by E-value",
         description="Search every query record against DB (a FASTA file or a `homalign makedb` "
-                    "directory). Hits are ranked by E-value; BLAST tabular output has the 12 "
-                    "standard -outfmt 6 columns (qaln taln appended with --aln).",
+                    "directory). Hits are ranked by E-value and written query by query as each "
+                    "query finishes (QUERY '-' reads standard input). BLAST tabular output has "
+                    "exactly the 12 standard -outfmt 6 columns; --outfmt selects others.",
     )
-    p.add_argument("query", help="FASTA file with one or more query sequences")
+    p.add_argument("query", help="FASTA file with one or more query sequences ('-': stdin)")
     p.add_argument("db", help="database: FASTA file or makedb directory")
     p.add_argument("--method", default="sw",
                    help=f"scoring method (default sw); one of: {', '.join(method_names())}")
     p.add_argument("--evalue", type=_positive_float, default=10.0,
                    help="report hits with E-value at most this (default 10)")
-    p.add_argument("--max-hits", type=_positive_int, default=500,
+    p.add_argument("--max-hits", type=_common.positive_int, default=500,
                    help="at most N hits per query (default 500)")
-    p.add_argument("--format", choices=FORMATS, default="tab", help="output format (default tab)")
-    p.add_argument("--aln", action="store_true", help="tab: append the qaln and taln columns")
+    _common.add_output_format(p, FORMATS, "tab", "; a3m = one query-anchored MSA per query")
+    p.add_argument("--aln", action="store_true",
+                   help='tab: also the aligned strings, as --outfmt "6 std qseq sseq"')
     p.add_argument("-o", "--out", default="-",
                    help="output file (default stdout; a3m with several queries: a directory)")
     p.add_argument("--exhaustive", action="store_true",
                    help="skip the k-mer prefilter: full DP against every database sequence")
-    p.add_argument("--max-seqs", type=_positive_int, default=None,
+    p.add_argument("--max-seqs", type=_common.positive_int, default=None,
                    help="prefilter: keep at most N targets per query (default 1000)")
-    p.add_argument("--iterations", type=_positive_int, default=1,
+    p.add_argument("--iterations", type=_common.positive_int, default=1,
                    help="N > 1: iterative profile search (PSI-BLAST style, N rounds); with a "
                         "method other than sw/pssm (e.g. learned), that method's ranking is "
                         "fused with the last PSSM round's")
@@ -65,112 +65,166 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "best E-value among its MSA-database neighbours in the list (a ranking "
                         "value, not a calibrated E-value; default 2 when fused with another "
                         "method, 0 = off for --method hhm/pssm)")
-    p.add_argument("--matrix", default=None, help="substitution matrix (sequence methods)")
-    p.add_argument("--gap-open", type=float, default=None, help="gap open cost (BLAST convention)")
-    p.add_argument("--gap-extend", type=float, default=None, help="gap extend cost")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                   help="shard the work over Ray workers (local Ray, or a cluster ADDRESS)")
-    p.add_argument("--workers", type=_positive_int, default=2,
-                   help="number of Ray workers with --ray (default 2)")
+                   help="shard the work over Ray workers (local Ray, or a cluster ADDRESS); "
+                        "results are written when all shards are done")
+    p.add_argument("--workers", type=_common.positive_int, default=None,
+                   help="number of Ray workers with --ray (default: --threads)")
     p.add_argument("--shard", choices=("queries", "db"), default="queries",
                    help="with --ray: split the queries (default) or the database")
-    p.add_argument("-j", "--threads", type=_positive_int, default=None,
-                   help="threads for numba, torch and BLAS (default: all cores); results are "
-                        "the same at any count")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _common.add_threads(p, "threads for numba, torch and BLAS; results are the same at any "
+                           "count")
+    _common.add_progress(p)
+    _common.add_method_options(p, skip=("evalue", "target_msa", "db"))
     return p
 
 
-def _method_options(args: argparse.Namespace) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    if args.matrix is not None:
-        opts["matrix"] = args.matrix
-    if args.gap_open is not None:
-        opts["gap_open"] = args.gap_open
-    if args.gap_extend is not None:
-        opts["gap_extend"] = args.gap_extend
-    return opts
+def _split_options(args: argparse.Namespace, opts: dict[str, Any]
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(PSSM-round options, the method's own) of an iterative search."""
+    from homalign.methods import get_method
+    from homalign.search.iterative import PSSM_METHODS
+
+    pssm = {k: opts[k] for k in PSSM_ROUND_OPTIONS if k in opts}
+    if args.method in PSSM_METHODS:
+        return pssm, {}
+    names = set(get_method(args.method).option_names or ())
+    own = {k: v for k, v in opts.items() if k not in PSSM_ROUND_OPTIONS or k in names}
+    return pssm, own
 
 
-def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]):
+def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
     """``--iterations N``: :func:`homalign.search.iterative.iterative_search` for each query
     (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round)."""
     from tqdm import tqdm
 
     from homalign.search import open_database
-    from homalign.search.iterative import PSSM_METHODS, iterative_search
+    from homalign.search.iterative import iterative_search
 
-    pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}
-    own = {} if args.method in PSSM_METHODS else opts
+    pssm, own = _split_options(args, opts)
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
     msa_db = open_database(args.msa_db) if args.msa_db is not None else None
-    results = []
-    for q in tqdm(queries, desc="iterative search", unit="query", disable=args.no_progress):
+    for q in tqdm(queries, desc="iterative search", unit="query",
+                  disable=not _common.progress(args)):
         hits = iterative_search(q, db, args.iterations, args.method, evalue=args.evalue,
                                 max_hits=args.max_hits, prefilter=not args.exhaustive,
                                 prefilter_options=pf_opts, target_msa=args.target_msa,
                                 neighbour_support=args.neighbour_support,
                                 msa_db=msa_db, **pssm, **own)
-        results.append((q, hits))
-    return results
+        yield q, hits
+
+
+def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
+    """One search per query, as :func:`homalign.search.search_many` does (targets prepared
+    once), yielding each query's hits as soon as they are ranked."""
+    from tqdm import tqdm
+
+    from homalign.methods import get_method
+    from homalign.search import TargetReps, search
+
+    m = get_method(args.method)
+    reps = None
+    if m.prepare is not None and m.score is not None:
+        reps = TargetReps(m, db, {**m.defaults, **opts})
+    pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
+    for q in tqdm(queries, desc=f"search {args.method}", unit="query",
+                  disable=not _common.progress(args), dynamic_ncols=True):
+        yield q, search(q, db, args.method, evalue=args.evalue, max_hits=args.max_hits,
+                        prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                        target_reps=reps, **opts)
+
+
+def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> list:
+    from homalign.search.ray_backend import search_ray
+
+    workers = args.workers or _common.threads(args)
+    pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
+    if args.iterations > 1 or args.target_msa is not None:
+        pssm, own = _split_options(args, opts)
+        it_opts = {"neighbour_support": args.neighbour_support, "msa_db": args.msa_db}
+        return search_ray(queries, args.db, args.method, address=args.ray,
+                          workers=workers, iterations=args.iterations,
+                          target_msa=args.target_msa, iterative_options=it_opts,
+                          evalue=args.evalue, max_hits=args.max_hits,
+                          prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                          **pssm, **own)
+    return search_ray(queries, db, args.method, address=args.ray, workers=workers,
+                      shard=args.shard, evalue=args.evalue, max_hits=args.max_hits,
+                      prefilter=not args.exhaustive, prefilter_options=pf_opts, **opts)
+
+
+def render_hits(hits, fmt: str, columns) -> str:
+    """The text of one query's hits in ``fmt`` (tab with ``columns``, json or pair)."""
+    from homalign.report import format_json, format_pair, format_tabular
+
+    out = []
+    for h in hits:
+        if h.alignment is None:
+            raise ValueError(f"hit {h.target_id} has no alignment")
+        kw = {"query_id": h.query_id, "target_id": h.target_id, "evalue": h.evalue,
+              "bits": h.bits, "score": h.score}
+        if fmt == "tab":
+            out.append(format_tabular(h.alignment, columns, **kw))
+        elif fmt == "json":
+            out.append(format_json(h.alignment, **kw))
+        else:
+            out.append(format_pair(h.alignment) + "\n")
+    return "".join(out)
 
 
 def run(args: argparse.Namespace) -> int:
-    from homalign.search import open_database, search_many, write_hits
-    from homalign.sequence import read_sequences
+    from homalign.search import open_database
     from homalign.threads import set_threads
 
-    set_threads(args.threads)
-    queries = read_sequences(args.query)
-    if not queries:
-        raise ValueError(f"{args.query}: no query sequences")
-    db = open_database(args.db)
-    opts = _method_options(args)
-    pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
+    fmt, columns = _common.output_columns(args, "tab")
+    if args.aln:
+        if fmt != "tab" or args.outfmt is not None:
+            raise ValueError("--aln appends qseq sseq to --format tab; with --outfmt name them")
+        columns = (*columns, "qseq", "sseq")
+    opts = _common.method_options(args)
+    if args.iterations > 1 or args.target_msa is not None:
+        _pssm, own = _split_options(args, opts)
+        _common.check_method_options(args.method, own)
+    else:
+        _common.check_method_options(args.method, opts)
     if args.neighbour_support is not None and args.target_msa is None:
         raise ValueError("--neighbour-support needs --target-msa")
     if args.msa_db is not None and args.iterations < 2:
         raise ValueError("--msa-db needs --iterations 2 or more (it builds the query's MSA)")
-    if (args.iterations > 1 or args.target_msa is not None) and args.ray is not None:
-        from homalign.search.iterative import PSSM_METHODS
-        from homalign.search.ray_backend import search_ray
-
-        pssm = {k: opts[k] for k in ("matrix", "gap_open", "gap_extend") if k in opts}
-        own = {} if args.method in PSSM_METHODS else opts
-        it_opts = {"neighbour_support": args.neighbour_support,
-                   "msa_db": args.msa_db}
-        results = search_ray(queries, args.db, args.method, address=args.ray,
-                             workers=args.workers, iterations=args.iterations,
-                             target_msa=args.target_msa, iterative_options=it_opts,
-                             evalue=args.evalue, max_hits=args.max_hits,
-                             prefilter=not args.exhaustive, prefilter_options=pf_opts,
-                             **pssm, **own)
+    set_threads(_common.threads(args))
+    queries = _common.read_sequences(args.query)
+    if not queries:
+        raise ValueError(f"{args.query}: no query sequences")
+    db = open_database(args.db)
+    if args.ray is not None:
+        results: Any = _ray(queries, db, args, opts)
     elif args.iterations > 1 or args.target_msa is not None:
         results = _iterative(queries, db, args, opts)
-    elif args.ray is not None:
-        from homalign.search.ray_backend import search_ray
-
-        results = search_ray(queries, db, args.method, address=args.ray, workers=args.workers,
-                             shard=args.shard, evalue=args.evalue, max_hits=args.max_hits,
-                             prefilter=not args.exhaustive, prefilter_options=pf_opts, **opts)
     else:
-        results = search_many(queries, db, args.method, progress=not args.no_progress,
-                              evalue=args.evalue, max_hits=args.max_hits,
-                              prefilter=not args.exhaustive, prefilter_options=pf_opts, **opts)
-    extra = ("qaln", "taln") if args.aln else ()
-    if args.out == "-":
-        if args.format == "a3m" and len(results) > 1:
-            raise ValueError("a3m output of several queries needs -o DIRECTORY")
-        if args.format == "a3m":
-            from homalign.io import MSA
-            from homalign.search.hits import a3m_rows
+        results = _plain(queries, db, args, opts)
+    if fmt == "a3m":
+        return _write_a3m(list(results), args.out)
+    with _common.output_stream(args.out) as out:
+        for _q, hits in results:
+            out.write(render_hits(hits, fmt, columns))
+            if out is sys.stdout:
+                out.flush()
+    return 0
 
-            q, hits = results[0]
-            ids, rows, ins = a3m_rows(q.id, q.residues, hits)
-            a3m = MSA(ids, rows, insertions=ins).to_a3m_rows()
-            sys.stdout.write("".join(f">{i}\n{r}\n" for i, r in zip(ids, a3m, strict=True)))
-        else:
-            write_hits(sys.stdout, results, fmt=args.format, extra=extra)
-    else:
-        write_hits(args.out, results, fmt=args.format, extra=extra)
+
+def _write_a3m(results: list, path: str) -> int:
+    from homalign.search import write_hits
+
+    if path != "-":
+        write_hits(path, results, fmt="a3m")
+        return 0
+    if len(results) > 1:
+        raise ValueError("a3m output of several queries needs -o DIRECTORY")
+    from homalign.io import MSA
+    from homalign.search.hits import a3m_rows
+
+    q, hits = results[0]
+    ids, rows, ins = a3m_rows(q.id, q.residues, hits)
+    a3m = MSA(ids, rows, insertions=ins).to_a3m_rows()
+    sys.stdout.write("".join(f">{i}\n{r}\n" for i, r in zip(ids, a3m, strict=True)))
     return 0

@@ -1,10 +1,12 @@
-"""BLAST tabular output (``-outfmt 6``), optionally with the aligned strings appended.
+"""BLAST tabular output (``-outfmt 6``), optionally with the aligned strings appended, and
+column selection by BLAST's field names (``-outfmt "6 qseqid sseqid ... qseq sseq"``).
 
 Numbers are formatted the way BLAST+ writes its tabular output: percent identity with three
 decimals; the E-value ``0.0`` below 1e-180, ``%.2e`` below 0.0009, then ``%.3f``, ``%.2f``,
 ``%.1f`` and ``%.0f`` for the bands up to 0.1, 1, 10 and above; the bit score ``%.1f`` below 100,
 then truncated to an integer, ``%.3e`` from 10000. Formatting is idempotent: reading a line and
-writing it again gives the same text.
+writing it again gives the same text. A value a method does not compute (an E-value or a bit
+score without a null law) is written :data:`NOT_COMPUTED` (``NA``) and read back as NaN.
 """
 
 from __future__ import annotations
@@ -24,6 +26,76 @@ BLAST_TAB_COLUMNS = (
     "send", "evalue", "bitscore",
 )
 EXTRA_COLUMNS = ("qaln", "taln")
+#: what a column holds when the method does not compute it (no E-value law, no bit score)
+NOT_COMPUTED = "NA"
+#: the BLAST+ ``-outfmt 6`` fields homalign writes, with their meaning (BLAST's names)
+OUTFMT_FIELDS = {
+    "qseqid": "query id", "qacc": "query id", "qaccver": "query id",
+    "sseqid": "subject id", "sacc": "subject id", "saccver": "subject id",
+    "pident": "percent identical columns of the alignment",
+    "length": "alignment length (columns, gaps included)",
+    "mismatch": "aligned non-identical pairs", "gapopen": "gap openings",
+    "gaps": "gap columns", "nident": "identical pairs",
+    "positive": "pairs with a positive BLOSUM62 score",
+    "ppos": "percent positive columns", "qstart": "query start (1-based)",
+    "qend": "query end", "sstart": "subject start", "send": "subject end",
+    "qlen": "query length", "slen": "subject length",
+    "qseq": "aligned part of the query (with gaps)",
+    "sseq": "aligned part of the subject (with gaps)",
+    "evalue": f"E-value ({NOT_COMPUTED} where the method has no null law)",
+    "bitscore": f"bit score ({NOT_COMPUTED} where the method has none)",
+    "score": "raw score, rounded to an integer as BLAST's",
+    "qcovhsp": "percent of the query covered by the alignment",
+}
+
+
+def parse_outfmt(text: str) -> tuple[str, ...]:
+    """The columns of a BLAST ``-outfmt`` string: ``"6"`` or ``"6 std"`` the 12 standard ones,
+    ``"6 qseqid sseqid evalue qseq sseq"`` those (``std`` inside expands to the 12)."""
+    words = text.replace(",", " ").split()
+    if not words or words[0] != "6":
+        raise InputError(f"--outfmt {text!r}: only tabular format 6 is written (\"6 FIELD ...\"; "
+                         f"fields: {' '.join(OUTFMT_FIELDS)})")
+    cols: list[str] = []
+    for w in words[1:] or ["std"]:
+        if w == "std":
+            cols.extend(BLAST_TAB_COLUMNS)
+        elif w in OUTFMT_FIELDS:
+            cols.append(w)
+        else:
+            import difflib
+
+            close = difflib.get_close_matches(w, OUTFMT_FIELDS, n=1)
+            raise InputError(f"--outfmt: unknown field {w!r}"
+                             + (f" (did you mean {close[0]!r}?)" if close else "")
+                             + f"; fields: std {' '.join(OUTFMT_FIELDS)}")
+    return tuple(cols)
+
+
+def format_value(name: str, value: object) -> str:
+    """One field as BLAST+ writes it (None or NaN: :data:`NOT_COMPUTED`)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NOT_COMPUTED
+    if name == "evalue":
+        return format_evalue(float(value))  # type: ignore[arg-type]
+    if name == "bitscore":
+        return format_bitscore(float(value))  # type: ignore[arg-type]
+    if name in ("pident", "ppos"):
+        return f"{float(value):.3f}"  # type: ignore[arg-type]
+    if name in ("score", "qcovhsp"):
+        return str(int(round(float(value))))  # type: ignore[arg-type]
+    return str(value)
+
+
+def format_fields(values: dict[str, object], columns: Sequence[str]) -> str:
+    """One tab-separated line (with its newline) of the ``columns`` of ``values``."""
+    fields = [format_value(c, values[c]) for c in columns]
+    for value in fields:
+        if not value or "\t" in value or "\n" in value:
+            raise ValueError(f"field {value!r} is empty or contains a tab or line break")
+    if fields and fields[0].startswith("#"):
+        raise ValueError(f"first field {fields[0]!r} starts with '#' (read back as a comment)")
+    return "\t".join(fields) + "\n"
 _TYPES = (str, str, float, int, int, int, int, int, int, int, float, float)
 
 
@@ -60,7 +132,7 @@ def format_evalue(evalue: float) -> str:
     not ``1.00``), so that writing what was read reproduces the text.
     """
     if math.isnan(evalue):
-        return "nan"
+        return NOT_COMPUTED
     if evalue < 1.0e-180:
         return "0.0"
     for limit, spec in _EVALUE_BANDS:
@@ -77,7 +149,7 @@ def format_bitscore(bits: float) -> str:
     ``%.3e`` from 10000 (BLAST switches to the integer at 99.9; here at 100, so that a value
     always reads back to the same text)."""
     if math.isnan(bits):
-        return "nan"
+        return NOT_COMPUTED
     if bits >= 10000:
         return f"{bits:.3e}"
     if bits >= 100:
@@ -164,6 +236,9 @@ def _iter_hits(path: PathLike, extra: tuple[str, ...]) -> Iterator[TabularHit]:
         record = f"{fields[0]}/{fields[1]}"
         values: list[object] = []
         for k, (name, kind) in enumerate(zip(BLAST_TAB_COLUMNS, _TYPES, strict=True)):
+            if kind is float and fields[k] == NOT_COMPUTED:
+                values.append(math.nan)
+                continue
             try:
                 values.append(kind(fields[k]))
             except ValueError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from homalign.methods.base import Method, PairScores, dp_method
+from homalign.methods.base import Method, Option, OptionError, PairScores, dp_method
 
 METHODS: dict[str, Method] = {}
 
@@ -23,8 +23,11 @@ _loaded = False
 
 
 def register(method: Method) -> Method:
+    """Add ``method`` to the registry; with declared options, its align/prepare/score check
+    their keywords against them (:meth:`Method.checked`). Returns the registered entry."""
     if method.name in METHODS:
         raise ValueError(f"method {method.name!r} registered twice")
+    method = method.checked()
     METHODS[method.name] = method
     return method
 
@@ -52,4 +55,4 @@ def method_names(kind: str | None = None) -> list[str]:
     return [n for n, m in METHODS.items() if kind is None or m.kind == kind]
 
 
-__all__ = ["METHODS", "Method", "PairScores", "dp_method", "get_method", "method_names", "register"]
+__all__ = ["METHODS", "Method", "Option", "OptionError", "PairScores", "dp_method", "get_method", "method_names", "register"]

@@ -2,14 +2,106 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from homalign.alignment import Alignment
+from homalign.errors import InputError
 from homalign.sequence import Sequence
+
+
+class OptionError(InputError, TypeError):
+    """An option a method does not declare (a misspelling, or one this method ignores), or a
+    value of the wrong type; the message names the method's valid options. Both an
+    :class:`~homalign.errors.InputError` (the CLI prints it as one line) and a TypeError (what
+    Python raises for an unexpected keyword argument)."""
+
+
+_NUMBER = (int, float, np.integer, np.floating)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a method: its keyword ``name``, its ``type`` (float, int, str or bool: what
+    a value must be, and how the CLI parses the flag ``--name-with-dashes``), its ``default``
+    (None: unset, the method decides) and a one-line ``help``. ``choices`` limits the values;
+    ``cli=False`` keeps it off the command line (it needs a Python object, or the CLI sets it
+    from another flag); ``api_types`` overrides which Python types a value may have (None: any,
+    e.g. a path or a loaded database)."""
+
+    name: str
+    type: type = str
+    default: Any = None
+    help: str = ""
+    choices: tuple | None = None
+    cli: bool = True
+    api_types: tuple | None = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def accepted_types(self) -> tuple | None:
+        if self.api_types != ():
+            return self.api_types
+        if self.type is float:
+            return _NUMBER
+        if self.type is int:
+            return (int, np.integer)
+        if self.type is bool:
+            return (bool, np.bool_)
+        if self.type is str:
+            return (str,)
+        return None
+
+    def check(self, value: Any, method: str) -> None:
+        """Raise OptionError when ``value`` is not a valid value of this option (None always is:
+        the default)."""
+        if value is None:
+            return
+        types = self.accepted_types()
+        bad_type = types is not None and (not isinstance(value, types)
+                                          or (self.type in (int, float)
+                                              and isinstance(value, (bool, np.bool_))))
+        if self.choices is not None and value not in self.choices:
+            raise OptionError(f"method {method!r}: option {self.name}={value!r} is not one of "
+                              f"{', '.join(map(repr, self.choices))}")
+        if bad_type and self.choices is None:
+            raise OptionError(f"method {method!r}: option {self.name} must be "
+                              f"{self.type.__name__}, got {type(value).__name__} {value!r}")
+
+
+def describe_options(options: Iterable[Option]) -> str:
+    """``name=default`` of each option, comma-separated (for error messages)."""
+    return ", ".join(f"{o.name}={o.default!r}" if o.default is not None else o.name
+                     for o in options)
+
+
+def check_options(method: str, declared: tuple[Option, ...] | None,
+                  options: Mapping[str, Any], ignore: Iterable[str] = ()) -> None:
+    """Raise OptionError unless every key of ``options`` (but ``ignore``) is a declared option
+    of ``method`` with a valid value; ``declared`` None: the method declares nothing (a test
+    double), anything goes."""
+    if declared is None:
+        return
+    by_name = {o.name: o for o in declared}
+    unknown = [k for k in options if k not in by_name and k not in ignore]
+    if unknown:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, by_name, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        valid = describe_options(declared) if declared else "none"
+        raise OptionError(f"method {method!r} has no option {', '.join(hints)}; its options: "
+                          f"{valid}")
+    for k, v in options.items():
+        if k in by_name:
+            by_name[k].check(v, method)
 
 
 @dataclass(frozen=True)
@@ -81,6 +173,48 @@ class Method:
     align_prepared: Callable[..., Alignment] | None = None
     null_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
     ranking: Callable[[], Any] | None = None  # -> homalign.model.ranking.RankingModel | None
+    #: the method's options, the one place they are declared (None: undeclared, not checked)
+    options: tuple[Option, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.options is not None:
+            names = [o.name for o in self.options]
+            if len(set(names)) != len(names):
+                raise ValueError(f"method {self.name!r} declares an option twice: {names}")
+            if not self.defaults:
+                object.__setattr__(self, "defaults", {o.name: o.default for o in self.options
+                                                      if o.default is not None})
+
+    @property
+    def option_names(self) -> tuple[str, ...] | None:
+        return None if self.options is None else tuple(o.name for o in self.options)
+
+    def check_options(self, options: Mapping[str, Any], ignore: Iterable[str] = ()) -> None:
+        """Raise :class:`OptionError` for a keyword this method does not declare (naming the
+        valid ones) or a value of the wrong type."""
+        check_options(self.name, self.options, options, ignore)
+
+    def checked(self) -> Method:
+        """This method with ``align``/``prepare``/``score``/``align_prepared`` checking their
+        keyword options against the declaration first (what :func:`register` stores)."""
+        if self.options is None or getattr(self.align, "_checked", False):
+            return self
+        from dataclasses import replace
+
+        def wrap(fn: Callable[..., Any] | None, ignore: tuple[str, ...] = ()) -> Any:
+            if fn is None:
+                return None
+
+            @functools.wraps(fn)
+            def inner(*args: Any, **kwargs: Any) -> Any:
+                self.check_options(kwargs, ignore)
+                return fn(*args, **kwargs)
+
+            inner._checked = True  # type: ignore[attr-defined]
+            return inner
+
+        return replace(self, align=wrap(self.align), prepare=wrap(self.prepare, ("role",)),
+                       score=wrap(self.score), align_prepared=wrap(self.align_prepared))
 
 
 def dp_method(
@@ -90,8 +224,12 @@ def dp_method(
     prepare: Callable[..., Any],
     score: Callable[..., PairScores],
     defaults: dict | None = None,
+    options: tuple[Option, ...] | None = None,
 ) -> Method:
-    """Build a Method whose alignment is: prepare both → score → exact DP → Alignment."""
+    """Build a Method whose alignment is: prepare both → score → exact DP → Alignment
+    (``options`` declared: ``defaults`` are theirs unless given)."""
+    if not defaults and options is not None:
+        defaults = {o.name: o.default for o in options if o.default is not None}
     defaults = dict(defaults or {})
 
     def align(query: Sequence, target: Sequence, **options: Any) -> Alignment:
@@ -105,4 +243,5 @@ def dp_method(
             pairs=res.pairs, score=float(res.score), method=name,
         )
 
-    return Method(name, kind, description, align, prepare, score, defaults=defaults)
+    return Method(name, kind, description, align, prepare, score, defaults=defaults,
+                  options=options)

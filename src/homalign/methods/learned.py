@@ -13,7 +13,8 @@ template-mode weights ``learned_template``; see :mod:`homalign.model.template`),
 best Smith-Waterman hits below ``homolog_evalue`` become intermediates of the consistency
 transformation of :mod:`homalign.model.consistency`, and MEA reads the result at
 ``CONSISTENCY_THRESHOLD`` unless ``threshold`` is given; the sequences still are the only input
-about the two proteins). Other options (``matrix``, ``gap_open``...) are accepted and ignored.
+about the two proteins). Every option is declared in :data:`LEARNED_OPTIONS`; any other
+(``matrix``, ``gap_open``...) is an error, as it would change nothing here.
 
 Two bundled weight sets, one per job: ``learned`` aligns (``align``, and the tracebacks of search
 hits), ``learned_search`` ranks (``prepare``/``score``/``null_params``: the aligner the search
@@ -37,7 +38,7 @@ import numpy as np
 
 from homalign.alignment import Alignment
 from homalign.methods import register
-from homalign.methods.base import Method, PairScores
+from homalign.methods.base import Method, Option, PairScores
 from homalign.sequence import Sequence
 
 ALIGN_WEIGHTS = "learned"
@@ -85,15 +86,18 @@ class LearnedRep(NamedTuple):
     weights: str = SEARCH_WEIGHTS
 
 
-def _prepare(seq: Sequence, **_: Any) -> LearnedRep:
-    """Codes and ranking-weights embeddings of one sequence (once per protein in ``search``)."""
+def _prepare(seq: Sequence, role: str | None = None, **_options: Any) -> LearnedRep:
+    """Codes and ranking-weights embeddings of one sequence (once per protein in ``search``);
+    the options (checked against :data:`LEARNED_OPTIONS` by the registry) are the aligner's
+    and do not change the ranking representation."""
     model, _meta = _model(SEARCH_WEIGHTS)
     return LearnedRep(seq.codes, model.embed(seq.codes))
 
 
-def _score(q: LearnedRep, t: LearnedRep, **_: Any) -> PairScores:
+def _score(q: LearnedRep, t: LearnedRep, **_options: Any) -> PairScores:
     """What ``search`` ranks: the ranking weights' homology adapter local forward score when they
-    have one (``homalign.model.contrastive``), else their S's best local path."""
+    have one (``homalign.model.contrastive``), else their S's best local path. The options
+    (checked by the registry) are the aligner's: the ranking score has none."""
     from homalign.model.homology import ranking_scores
 
     model, meta = _model(SEARCH_WEIGHTS)
@@ -199,8 +203,8 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
            decode: str = "mea", mode: str | None = None, target_ss: str | None = None,
            target_acc: str | None = None, homologs: Any = None,
-           max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
-           **_: Any) -> Alignment:
+           max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE
+           ) -> Alignment:
     return _align_prepared(query, target, None, None, threshold=threshold, decode=decode,
                            mode=mode, target_ss=target_ss, target_acc=target_acc,
                            homologs=homologs, max_homologs=max_homologs,
@@ -212,8 +216,8 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
                     *, threshold: float | None = None, decode: str = "mea",
                     mode: str | None = None, target_ss: str | None = None,
                     target_acc: str | None = None, homologs: Any = None,
-                    max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
-                    **_: Any) -> Alignment:
+                    max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE
+                    ) -> Alignment:
     """``align`` reusing prepared embeddings where they are the aligner's own (``search`` traces
     its hits back with it; its reps hold the ranking weights' embeddings, so the aligner embeds
     the two sequences itself and a ranking profile is not used)."""
@@ -376,13 +380,32 @@ def _align_homologs(query: Sequence, target: Sequence, *, homologs: Any = None,
     return aln
 
 
+#: the options of ``learned`` and ``learned-homologs`` (the one place they are declared)
+LEARNED_OPTIONS = (
+    Option("threshold", float, None, "MEA threshold: pairs whose posterior beats it (default: "
+           "the bundled config's; with homologs, the consistency threshold)"),
+    Option("decode", str, "mea", "mea (maximum expected accuracy) or viterbi (best path)",
+           choices=("mea", "viterbi")),
+    Option("mode", str, None, "path model of the posteriors: local, glocal, global... "
+           "(default: the bundled config's)"),
+    Option("target_ss", str, None, "template mode: the target's secondary structure, one letter "
+           "a residue (the CLI's --template reads it from a .tem file)", cli=False),
+    Option("target_acc", str, None, "template mode: the target's accessibility (T/F a residue)",
+           cli=False),
+    Option("homologs", str, None, "sequence database (FASTA or makedb directory): consistency "
+           "through both sequences' homologues in it", api_types=None),
+    Option("max_homologs", int, MAX_HOMOLOGS, "with homologs: intermediates per sequence"),
+    Option("homolog_evalue", float, HOMOLOG_EVALUE, "with homologs: E-value cut of an "
+           "intermediate"),
+)
+
 register(Method(
     name="learned", kind="learned",
     description="learned substitution scores and position-specific gaps (CRF-trained encoder), "
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
     defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
-    null_params=_null_params, ranking=ranking_model,
+    null_params=_null_params, ranking=ranking_model, options=LEARNED_OPTIONS,
 ))
 
 register(Method(
@@ -390,5 +413,6 @@ register(Method(
     description="learned, with each pair's posteriors made consistent through both sequences' "
                 "homologues in a sequence database (homologs=, default $HOMALIGN_HOMOLOGS or "
                 "Debian's mmseqs2-examples UniProt sample)",
-    align=_align_homologs, available=_homologs_available,
+    align=_align_homologs, available=_homologs_available, defaults={"decode": "mea"},
+    options=LEARNED_OPTIONS,
 ))

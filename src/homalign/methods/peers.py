@@ -34,7 +34,7 @@ import numpy as np
 
 from homalign.alignment import Alignment
 from homalign.methods import register
-from homalign.methods.base import Method
+from homalign.methods.base import Method, Option
 from homalign.sequence import Sequence
 
 TIMEOUT_S = 600.0
@@ -119,7 +119,7 @@ def _integral(name: str, value: float) -> int:
 def blastp_align(query: Sequence, target: Sequence, *, matrix: str = "BLOSUM62",
                  gap_open: float = 11, gap_extend: float = 1, evalue: float = 1e6,
                  word_size: int | None = None, comp_based_stats: int | None = None,
-                 timeout: float = TIMEOUT_S, **_: Any) -> Alignment:
+                 timeout: float = TIMEOUT_S) -> Alignment:
     """BLAST+ blastp of query against target (``-subject``); the best HSP's aligned pairs."""
     with tempfile.TemporaryDirectory(prefix="homalign-blastp-") as d:
         tmp = Path(d)
@@ -156,7 +156,7 @@ def _phmmer_available() -> str | None:
 
 
 def phmmer_align(query: Sequence, target: Sequence, *, evalue: float = 1e9,
-                 popen: float = 0.02, pextend: float = 0.4, **_: Any) -> Alignment:
+                 popen: float = 0.02, pextend: float = 0.4) -> Alignment:
     """HMMER3 phmmer (via pyhmmer) of query against target; the best-scoring domain's pairs."""
     from pyhmmer.easel import Alphabet, DigitalSequenceBlock, TextSequence
     from pyhmmer.plan7 import Background, Builder, Pipeline
@@ -252,8 +252,8 @@ def hhalign_align(query: Sequence, target: Sequence, *, query_a3m: str | Path | 
 
 # --- mmseqs ---------------------------------------------------------------------------------
 def mmseqs_align(query: Sequence, target: Sequence, *, gap_open: float = 11,
-                 gap_extend: float = 1, evalue: float = 1e9, timeout: float = TIMEOUT_S,
-                 **_: Any) -> Alignment:
+                 gap_extend: float = 1, evalue: float = 1e9, timeout: float = TIMEOUT_S
+                 ) -> Alignment:
     """MMseqs2 alignment of query against target (every diagonal prefiltered, full SW backtrace)."""
     common = ["--threads", "1", "-v", "1"]
     with tempfile.TemporaryDirectory(prefix="homalign-mmseqs-") as d:
@@ -282,18 +282,48 @@ def mmseqs_align(query: Sequence, target: Sequence, *, gap_open: float = 11,
                       bits=float(best[7]))
 
 
+_TIMEOUT = Option("timeout", float, TIMEOUT_S, "seconds before the program is stopped")
+_GAPS = (Option("gap_open", float, 11, "gap open cost, a whole number (BLAST convention)"),
+         Option("gap_extend", float, 1, "gap extend cost, a whole number"))
+BLASTP_OPTIONS = (
+    Option("matrix", str, "BLOSUM62", "substitution matrix (-matrix)"), *_GAPS,
+    Option("evalue", float, 1e6, "E-value cut-off of the reported HSP (-evalue)"),
+    Option("word_size", int, None, "seed word size (-word_size; BLAST's default 3)"),
+    Option("comp_based_stats", int, None, "composition-based statistics 0-3 "
+           "(-comp_based_stats; BLAST's default 2)"),
+    _TIMEOUT,
+)
+PHMMER_OPTIONS = (
+    Option("evalue", float, 1e9, "E-value cut-off of the reported domain"),
+    Option("popen", float, 0.02, "gap open probability of the single-sequence HMM"),
+    Option("pextend", float, 0.4, "gap extend probability"),
+)
+HHALIGN_OPTIONS = (
+    Option("query_a3m", str, None, "the query's MSA (A3M, first row the query)", api_types=None),
+    Option("target_a3m", str, None, "the target's MSA (A3M)", api_types=None),
+    Option("msa", str, None, "MSAs as the profile methods build them: iterative:N (needs db)"),
+    Option("db", str, None, "sequence database for msa=iterative:N", api_types=None),
+    Option("inclusion_evalue", float, None, "msa=iterative:N inclusion E-value (default 1e-3)"),
+    Option("mact", float, None, "MAC threshold (-mact; HH-suite's default 0.35)"),
+    Option("glob", bool, False, "global alignment (-glob)"),
+    _TIMEOUT,
+)
+MMSEQS_OPTIONS = (*_GAPS, Option("evalue", float, 1e9, "E-value cut-off (-e)"), _TIMEOUT)
+
 PEERS = (
     Method("blastp", "peer", "BLAST+ blastp, BLOSUM62 11/1, best HSP", blastp_align,
            available=_binary_available("blastp"),
-           defaults={"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1, "evalue": 1e6}),
+           defaults={"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1, "evalue": 1e6},
+           options=BLASTP_OPTIONS),
     Method("phmmer", "peer", "HMMER3 phmmer (pyhmmer), single-sequence query HMM, best domain",
            phmmer_align, available=_phmmer_available,
-           defaults={"evalue": 1e9, "popen": 0.02, "pextend": 0.4}),
+           defaults={"evalue": 1e9, "popen": 0.02, "pextend": 0.4}, options=PHMMER_OPTIONS),
     Method("hhalign", "peer", "HH-suite hhalign HMM-HMM alignment (single sequences by default)",
-           hhalign_align, available=_binary_available("hhalign"), defaults={}),
+           hhalign_align, available=_binary_available("hhalign"), defaults={},
+           options=HHALIGN_OPTIONS),
     Method("mmseqs", "peer", "MMseqs2 align (exhaustive prefilter), BLOSUM62 11/1", mmseqs_align,
            available=_binary_available("mmseqs"),
-           defaults={"gap_open": 11, "gap_extend": 1, "evalue": 1e9}),
+           defaults={"gap_open": 11, "gap_extend": 1, "evalue": 1e9}, options=MMSEQS_OPTIONS),
 )
 
 for _method in PEERS:

@@ -34,6 +34,7 @@ and ``hhm-mac`` uses HHsearch's own ``mact=0.35``.
 
 from __future__ import annotations
 
+import inspect
 import math
 from functools import cached_property, lru_cache
 from typing import Any
@@ -42,7 +43,7 @@ import numpy as np
 
 from homalign.alignment import Alignment
 from homalign.methods import register
-from homalign.methods.base import Method, PairScores
+from homalign.methods.base import Method, Option, PairScores
 from homalign.profile.hmm import ProfileHMM, pair_gap_costs
 from homalign.profile.profile import Profile
 from homalign.profile.sources import get_profile, read_msa_file, resolve_source
@@ -54,17 +55,81 @@ from homalign.score.profile_scores import (
 )
 from homalign.sequence import Sequence
 
+# --- options: the one place each profile method's options are declared -------------------
+_SOURCE_OPTIONS = (
+    Option("msa", str, "single", "the MSAs: single | iterative[:N] (N rounds against db=) | a "
+           "directory of <id>.a3m/.sto/.hhm files"),
+    Option("db", str, None, "sequence database (FASTA or makedb directory) for msa=iterative:N",
+           api_types=None),
+    Option("inclusion_evalue", float, None, "msa=iterative:N: E-value to include a hit in the "
+           "next round's profile (default 1e-3)"),
+    Option("query_msa", str, None, "the query's MSA file (A3M, aligned FASTA, Stockholm) or "
+           "directory; overrides msa", api_types=None),
+    Option("target_msa", str, None, "the target's MSA file or directory; overrides msa",
+           api_types=None),
+)
+_HHM_FILES = (
+    Option("query_hhm", str, None, "the query's HH-suite .hhm file; overrides msa",
+           api_types=None),
+    Option("target_hhm", str, None, "the target's HH-suite .hhm file; overrides msa",
+           api_types=None),
+)
+_MATRIX = Option("matrix", str, "BLOSUM62", "substitution matrix of the pseudocounts")
+_GAPS = (
+    Option("gap_open", float, 11.0, "gap open cost (a gap of length k costs open + k * extend)"),
+    Option("gap_extend", float, 1.0, "gap extend cost"),
+)
+
+
+def _counts(pseudocounts: str, admix: str) -> tuple[Option, ...]:
+    return (
+        Option("pseudocounts", str, pseudocounts, "pseudocount source: matrix | dirichlet"),
+        Option("admix", str, admix, "pseudocount admixture: psiblast | hhsuite",
+               choices=("psiblast", "hhsuite")),
+    )
+
+
+def _profile_score(shift: float | None, scale: float | None) -> tuple[Option, ...]:
+    return (Option("shift", float, shift, "score=prof_sim: column-score shift (default 0.40)"),
+            Option("scale", float, scale, "score=prof_sim: column-score scale (default 48)"))
+
+
+def _float_or_auto(text: str) -> float | str:
+    return text if text == "auto" else float(text)
+
+
+PSSM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"), *_GAPS,
+                Option("pssm_kind", str, "logodds", "PSSM scores: logodds (matrix units)"))
+COMPASS_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"),
+                   *_GAPS, Option("score", str, "compass", "column score",
+                                  choices=("compass", "prof_sim", "prof-sim")),
+                   *_profile_score(None, None))
+PROF_SIM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"),
+                    *_GAPS, Option("score", str, "prof_sim", "column score",
+                                   choices=("compass", "prof_sim", "prof-sim")),
+                    *_profile_score(0.40, 48.0))
+HHM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("dirichlet", "hhsuite"),
+               Option("hh_shift", _float_or_auto, "auto", "column-score shift in bits, or 'auto': "
+                      "0.6 / sqrt(Neff_q Neff_t)", api_types=(int, float, np.number, str)),
+               Option("gap_weight", float, 0.4, "weight of the HMM transition gap costs"))
+HHM_MAC_OPTIONS = (*HHM_OPTIONS,
+                   Option("mact", float, 0.35, "MAC threshold (HHsearch's -mact)"),
+                   Option("mac_temperature", float, 1.0, "posterior temperature of the MAC step"))
+HMMER_OPTIONS = (*(o for o in _SOURCE_OPTIONS if o.name != "target_msa"), _MATRIX,
+                 Option("query_hmm", str, None, "the query's HMMER3 .hmm file", api_types=None))
+
+
+def _defaults(options: tuple[Option, ...]) -> dict[str, Any]:
+    return {o.name: o.default for o in options if o.default is not None}
+
+
 BASE_DEFAULTS: dict[str, Any] = {"msa": "single", "matrix": "BLOSUM62"}
-PSSM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "matrix", "admix": "psiblast",
-                 "gap_open": 11.0, "gap_extend": 1.0, "pssm_kind": "logodds"}
-COMPASS_DEFAULTS = {**PSSM_DEFAULTS, "score": "compass"}
-PROF_SIM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "matrix", "admix": "psiblast",
-                     "score": "prof_sim", "shift": 0.40, "scale": 48.0, "gap_open": 11.0,
-                     "gap_extend": 1.0}
+PSSM_DEFAULTS = _defaults(PSSM_OPTIONS)
+COMPASS_DEFAULTS = _defaults(COMPASS_OPTIONS)
+PROF_SIM_DEFAULTS = _defaults(PROF_SIM_OPTIONS)
 AUTO_SHIFT = 0.6
-HHM_DEFAULTS = {**BASE_DEFAULTS, "pseudocounts": "dirichlet", "admix": "hhsuite",
-                "hh_shift": "auto", "gap_weight": 0.4}
-HHM_MAC_DEFAULTS = {**HHM_DEFAULTS, "mact": 0.35, "mac_temperature": 1.0}
+HHM_DEFAULTS = _defaults(HHM_OPTIONS)
+HHM_MAC_DEFAULTS = _defaults(HHM_MAC_OPTIONS)
 
 
 class ProteinRep:
@@ -151,7 +216,7 @@ def _gap_costs(vq: dict[str, np.ndarray], vt: dict[str, np.ndarray] | None, lq: 
 
 # --- score functions (two representations -> PairScores) ---------------------------------
 def score_pssm(q: Any, t: Any, *, gap_open: float = 11.0, gap_extend: float = 1.0,
-               pssm_kind: str = "logodds", **_: Any) -> PairScores:
+               pssm_kind: str = "logodds") -> PairScores:
     q, t = _rep(q), _rep(t)
     S = pssm_sequence_scores(q.pssm(pssm_kind), t.seq.codes)
     gaps = q.query_gap_costs(len(t), gap_open, gap_extend)
@@ -159,8 +224,8 @@ def score_pssm(q: Any, t: Any, *, gap_open: float = 11.0, gap_extend: float = 1.
 
 
 def score_profile_profile(q: Any, t: Any, *, score: str = "compass", gap_open: float = 11.0,
-                          gap_extend: float = 1.0, shift: float = 0.40, scale: float = 48.0,
-                          **_: Any) -> PairScores:
+                          gap_extend: float = 1.0, shift: float = 0.40, scale: float = 48.0
+                          ) -> PairScores:
     q, t = _rep(q), _rep(t)
     pq, pt = q.profile, t.profile
     if score == "compass":
@@ -176,7 +241,7 @@ def score_profile_profile(q: Any, t: Any, *, score: str = "compass", gap_open: f
 
 
 def score_hhm(q: Any, t: Any, *, hh_shift: float | str = "auto", gap_weight: float = 0.4,
-              units: float = 1.0, **_: Any) -> PairScores:
+              units: float = 1.0) -> PairScores:
     """HHsearch column scores and transition gaps, in bits times ``units``.
 
     ``hh_shift="auto"``: ``0.6 / sqrt(Neff_q Neff_t)`` bits — +0.6 for two single sequences,
@@ -189,13 +254,28 @@ def score_hhm(q: Any, t: Any, *, hh_shift: float | str = "auto", gap_weight: flo
     return PairScores(S, pair_gap_costs(hq, ht, gap_weight=gap_weight, scale=units), "local")
 
 
+_SCORE_KEYWORDS = {
+    scorer: frozenset(k for k, p in inspect.signature(scorer).parameters.items()
+                      if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    for scorer in (score_pssm, score_profile_profile, score_hhm)
+}
+
+
+def _score_options(scorer, options: dict[str, Any]) -> dict[str, Any]:
+    """The options a score function reads (the others, checked by the registry against the
+    method's declaration, say where the profiles come from: ``prepare`` reads them)."""
+    keys = _SCORE_KEYWORDS[scorer]
+    return {k: v for k, v in options.items() if k in keys and v is not None}
+
+
 # --- align functions -----------------------------------------------------------------------
 def _dp_align(name: str, scorer, defaults: dict[str, Any]):
     def align(query: Sequence, target: Sequence, **options: Any) -> Alignment:
         from homalign.dp import align as dp_align
 
         opts = {**defaults, **options}
-        ps = scorer(prepare(query, "query", **opts), prepare(target, "target", **opts), **opts)
+        ps = scorer(prepare(query, "query", **opts), prepare(target, "target", **opts),
+                    **_score_options(scorer, opts))
         res = dp_align(ps.S, ps.gaps, mode=ps.mode)
         return Alignment(query.id, target.id, query.residues, target.residues, res.pairs,
                          float(res.score), name)
@@ -210,7 +290,7 @@ def align_hhm_mac(query: Sequence, target: Sequence, **options: Any) -> Alignmen
 
     opts = {**HHM_MAC_DEFAULTS, **options}
     q, t = prepare(query, "query", **opts), prepare(target, "target", **opts)
-    ps_nats = score_hhm(q, t, **{**opts, "units": math.log(2.0)})
+    ps_nats = score_hhm(q, t, **_score_options(score_hhm, opts), units=math.log(2.0))
     P = posterior_matrix(ps_nats.S, ps_nats.gaps, mode="local",
                          temperature=float(opts["mac_temperature"]))
     res = mac_align(P, threshold=float(opts["mact"]))
@@ -274,32 +354,35 @@ def _mac_available() -> str | None:
     return None
 
 
-def _entry(name: str, kind: str, description: str, scorer, defaults: dict[str, Any],
+def _entry(name: str, kind: str, description: str, scorer, options: tuple[Option, ...],
            align=None, available=None) -> Method:
-    def score(q: Any, t: Any, **options: Any) -> PairScores:
-        return scorer(q, t, **{**defaults, **options})
+    defaults = _defaults(options)
+
+    def score(q: Any, t: Any, **opts: Any) -> PairScores:
+        return scorer(q, t, **_score_options(scorer, {**defaults, **opts}))
 
     return Method(name, kind, description, align or _dp_align(name, scorer, defaults),
-                  prepare, score, available or (lambda: None), defaults=defaults)
+                  prepare, score, available or (lambda: None), defaults=defaults,
+                  options=options)
 
 
 register(_entry("pssm", "profile",
                 "PSI-BLAST class: query PSSM against the target sequence, MSA-derived gap costs",
-                score_pssm, PSSM_DEFAULTS))
+                score_pssm, PSSM_OPTIONS))
 register(_entry("profile-profile", "profile",
                 "profile against profile; score='compass' (default) or 'prof_sim'",
-                score_profile_profile, COMPASS_DEFAULTS))
+                score_profile_profile, COMPASS_OPTIONS))
 register(_entry("compass", "profile",
                 "COMPASS-like Neff-weighted log-odds profile-profile alignment",
-                score_profile_profile, COMPASS_DEFAULTS))
+                score_profile_profile, COMPASS_OPTIONS))
 register(_entry("prof-sim", "profile",
                 "PROF_SIM-like Jensen-Shannon profile-profile alignment",
-                score_profile_profile, PROF_SIM_DEFAULTS))
+                score_profile_profile, PROF_SIM_OPTIONS))
 register(_entry("hhm", "hmm",
                 "HHsearch class: HMM-HMM Viterbi, log2 sum q p / f column score, transition gaps",
-                score_hhm, HHM_DEFAULTS))
+                score_hhm, HHM_OPTIONS))
 register(_entry("hhm-mac", "hmm",
                 "HHsearch class with maximum-accuracy (MAC) realignment from posteriors",
-                score_hhm, HHM_MAC_DEFAULTS, align=align_hhm_mac, available=_mac_available))
+                score_hhm, HHM_MAC_OPTIONS, align=align_hhm_mac, available=_mac_available))
 register(Method("hmm", "hmm", "HMMER3 via pyhmmer: query profile HMM aligns the target",
-                align_hmmer, available=_pyhmmer_available, defaults=dict(BASE_DEFAULTS)))
+                align_hmmer, available=_pyhmmer_available, options=HMMER_OPTIONS))

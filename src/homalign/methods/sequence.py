@@ -11,19 +11,26 @@ import numpy as np
 
 from homalign.matrices import score_matrix
 from homalign.methods import register
-from homalign.methods.base import PairScores, dp_method
+from homalign.methods.base import Option, PairScores, dp_method
 from homalign.sequence import Sequence
 
-SEQUENCE_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11.0, "gap_extend": 1.0}
+#: the options of every sequence method (the one place they are declared)
+SEQUENCE_OPTIONS = (
+    Option("matrix", str, "BLOSUM62", "substitution matrix (BLOSUM62, BLOSUM45, PAM250, ...)"),
+    Option("gap_open", float, 11.0, "gap open cost: a gap of length k costs open + k * extend"),
+    Option("gap_extend", float, 1.0, "gap extend cost (per gap residue)"),
+)
+SEQUENCE_DEFAULTS = {o.name: o.default for o in SEQUENCE_OPTIONS}
 
 
-def _prepare(seq: Sequence, **_: Any) -> np.ndarray:
+def _prepare(seq: Sequence, role: str | None = None, **_options: Any) -> np.ndarray:
+    """The sequence's codes (the options, checked by the registry, are the score's)."""
     return seq.codes
 
 
 def _scorer(mode: str):
     def score(q: np.ndarray, t: np.ndarray, *, matrix: str = "BLOSUM62", gap_open: float = 11.0,
-              gap_extend: float = 1.0, **_: Any) -> PairScores:
+              gap_extend: float = 1.0) -> PairScores:
         from homalign.dp import GapCosts
 
         S = score_matrix(q, t, matrix)
@@ -38,4 +45,5 @@ for _name, _mode, _desc in (
     ("glocal", "glocal", "query end to end, target local; substitution matrix, affine gaps"),
     ("semiglobal", "semiglobal", "free end gaps on both sequences; substitution matrix"),
 ):
-    register(dp_method(_name, "sequence", _desc, _prepare, _scorer(_mode), SEQUENCE_DEFAULTS))
+    register(dp_method(_name, "sequence", _desc, _prepare, _scorer(_mode),
+                       options=SEQUENCE_OPTIONS))
