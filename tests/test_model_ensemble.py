@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from homalign.model import AlignerConfig, AlignerModel, load_model, save_model
+from homalign.model.aligner import EnsembleAligner
 from homalign.model.decode import mea_align, posterior_matrix
-from homalign.model.ensemble import EnsembleAligner, join_models, main
+from homalign.model.ensemble import join_models, main
 
 GAP_FIELDS = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
               "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")

@@ -3,7 +3,7 @@
     python benchmarks/research/learned_ensemble_heldout.py A+B A+B+C ... [--average scores|posteriors]
 
 Each argument is a ``+``-joined list of weights stems. ``--average scores`` (default) is what
-``homalign.model.ensemble.EnsembleAligner`` ships: the members' mean S and gap costs, one DP;
+``homalign.model.aligner.EnsembleAligner`` ships: the members' mean S and gap costs, one DP;
 ``posteriors`` averages the members' posterior matrices instead (one DP per member). The held-out
 sets, whole pairs, semiglobal posteriors and MEA threshold 0.3 are those of
 ``benchmarks/learned_heldout.py``; "all" pools the 477 pairs of both sets. docs/learned.md's
@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from learned_heldout import heldout_report, heldout_sets
 
+    from homalign.model.aligner import EnsembleAligner
     from homalign.model.decode import mea_align, posterior_matrix
-    from homalign.model.ensemble import EnsembleAligner
     from homalign.model.weights import load_model
 
     torch.set_num_threads(1)

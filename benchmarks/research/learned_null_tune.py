@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from homalign.evaluate.homology import mean_sensitivity, query_sensitivity, train_fold_tuning_set
-from homalign.model.weights import atomic_write_bytes
+from homalign.io.atomic import atomic_write_bytes
 from homalign.search import search
 from homalign.search.database import SequenceDB
 from homalign.search.engine import TargetReps

@@ -26,8 +26,8 @@ import numpy as np
 
 from homalign.alphabet import BACKGROUND
 from homalign.evaluate.homology import mean_sensitivity, query_sensitivity, train_fold_tuning_set
+from homalign.io.atomic import atomic_write_bytes
 from homalign.methods.profile import ProteinRep
-from homalign.model.weights import atomic_write_bytes
 from homalign.profile.profile import Profile
 from homalign.search import search
 from homalign.search.database import SequenceDB

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from homalign.train import atomic, codec
+from homalign.train import checkpoint, codec
 from homalign.train.checkpoint import (
     CheckpointMetadata,
     CheckpointStore,
@@ -112,7 +112,7 @@ def test_pickle_payload_is_never_loaded(tmp_path: Path) -> None:
     manifest_path = tmp_path / "model.ckpt-2.index.json"
     manifest = json.loads(manifest_path.read_text())
     entry = manifest["files"][tensors.name]
-    entry["sha256"], entry["size"] = atomic.sha256_bytes(evil), len(evil)
+    entry["sha256"], entry["size"] = checkpoint.sha256_bytes(evil), len(evil)
     from homalign.train.checkpoint import content_hash
 
     manifest["content_sha256"] = content_hash(

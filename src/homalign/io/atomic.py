@@ -1,7 +1,13 @@
 """Atomic file writes: a reader never sees a half-written file.
 
-Every writer in :mod:`homalign.io` goes through :func:`atomic_write`; other layers reuse it for
-checkpoints and databases (binary mode).
+The project's one atomic-write helper. Every writer in :mod:`homalign.io` goes through
+:func:`atomic_write`; other layers reuse it, in binary mode through :func:`atomic_write_bytes`
+(model weights, the training runtime's checkpoints, exports and records, caches). It imports
+nothing of homalign, so that :mod:`homalign.train`, which stays independent of the aligner, may
+use it.
+
+After :func:`atomic_write_bytes` returns, the file holds either its old content or the complete
+new one, even if the process is killed (SIGKILL) or the machine loses power at any moment.
 """
 
 from __future__ import annotations
@@ -30,10 +36,10 @@ def _default_permissions() -> int:
     return 0o666 & ~umask
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
     """Make the rename durable (best effort: not every platform can open a directory)."""
     try:
-        fd = os.open(directory, os.O_RDONLY)
+        fd = os.open(Path(directory), os.O_RDONLY)
     except OSError:
         return
     try:
@@ -97,4 +103,26 @@ def atomic_write(
         tmp.unlink(missing_ok=True)
         raise
     if sync_dir:
-        _fsync_directory(directory)
+        fsync_directory(directory)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, sync_dir: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temp file, fsync, rename, fsync the directory); the
+    directory is created first when missing."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path, "wb", sync_dir=sync_dir) as fh:
+        fh.write(data)
+
+
+def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """Delete the ``.*.tmp`` files that writes killed half-way left in ``directory``; returns what
+    was removed."""
+    removed = []
+    for p in Path(directory).glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            p.unlink()
+            removed.append(p)
+    return removed
+
+
+__all__ = ["atomic_write", "atomic_write_bytes", "fsync_directory", "remove_stale_temp_files"]

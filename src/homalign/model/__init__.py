@@ -7,7 +7,7 @@ Public API::
     model, meta = load_bundled()
     S, gaps = model.score_pair(query_codes, target_codes)   # float32 (Lq, Lt) nats, GapCosts
 
-The bundled aligner is a ``homalign.model.ensemble.EnsembleAligner``: the same inference
+The bundled aligner is a ``homalign.model.aligner.EnsembleAligner``: the same inference
 surface, the mean scores of its members.
 """
 

@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from homalign.model.weights import atomic_write_bytes, load_model
+    from homalign.io.atomic import atomic_write_bytes
+    from homalign.model.weights import load_model
 
     ap = argparse.ArgumentParser(description="fit the learned aligner's homology head")
     ap.add_argument("--weights", required=True)

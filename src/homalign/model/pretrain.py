@@ -38,9 +38,10 @@ import torch
 from torch import Tensor, nn
 
 from homalign.alphabet import N_AA, X_CODE
+from homalign.io.atomic import atomic_write_bytes
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
-from homalign.model.weights import atomic_torch_save, atomic_write_bytes
+from homalign.model.weights import atomic_torch_save
 
 MASK_CODE = X_CODE
 """Input code of a masked position (``X``: the alphabet has no spare code)."""

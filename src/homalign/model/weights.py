@@ -1,4 +1,5 @@
-"""Save and load the learned aligner: safetensors weights + a JSON config (atomic writes).
+"""Save and load the learned aligner: safetensors weights + a JSON config (atomic writes through
+:func:`homalign.io.atomic.atomic_write_bytes`).
 
 The bundled models live in ``homalign/weights/<name>.safetensors`` + ``<name>.json`` (``learned``:
 the aligner; ``learned_search``: the ranking weights of ``search``; ``learned_template``: template
@@ -8,39 +9,18 @@ mode) and are read with :mod:`importlib.resources`, so they work from an install
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from homalign.model.aligner import AlignerModel
+from homalign.io.atomic import atomic_write_bytes
+from homalign.model.aligner import AlignerModel, EnsembleAligner
 from homalign.model.config import AlignerConfig
 
-if TYPE_CHECKING:
-    from homalign.model.ensemble import EnsembleAligner
-
 BUNDLED = "learned"
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def atomic_torch_save(obj: dict, path: Path) -> None:
@@ -67,7 +47,6 @@ def save_model(model: AlignerModel | EnsembleAligner, stem: str | Path,
 def _build(weights: bytes, meta: dict) -> AlignerModel | EnsembleAligner:
     state = st_load(weights)
     if meta.get("ensemble"):  # homalign.model.ensemble: members' tensors under "members.k."
-        from homalign.model.ensemble import EnsembleAligner
 
         members = []
         for k, member in enumerate(meta["ensemble"]["members"]):
@@ -151,4 +130,4 @@ def load_bundled(name: str = BUNDLED) -> tuple[AlignerModel | EnsembleAligner, d
     return _build(weights, meta), meta
 
 
-__all__ = ["atomic_torch_save", "atomic_write_bytes", "load_bundled", "load_model", "save_model"]
+__all__ = ["atomic_torch_save", "load_bundled", "load_model", "save_model"]

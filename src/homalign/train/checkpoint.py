@@ -41,7 +41,7 @@ import safetensors.torch
 import torch
 
 from homalign.errors import HomalignError
-from homalign.train.atomic import fsync_dir, sha256_bytes, write_atomic
+from homalign.io.atomic import atomic_write_bytes, fsync_directory
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,11 @@ _TENSORS_SUFFIX = ".safetensors"
 _STATE_SUFFIX = ".json"
 _MANIFEST_SUFFIX = ".index.json"
 _LINE = re.compile(r'^\s*([A-Za-z_]+)\s*:\s*"?(.*?)"?\s*$')
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
 
 
 class CorruptCheckpointError(HomalignError):
@@ -222,7 +227,7 @@ class CheckpointStore:
         tensors_path, state_path, manifest_path = info.files()
         hashes = {}
         for path, data in ((tensors_path, tensor_bytes), (state_path, state_bytes)):
-            write_atomic(path, data, sync_dir=False)
+            atomic_write_bytes(path, data, sync_dir=False)
             hashes[path.name] = sha256_bytes(data)
         manifest = {
             "format": FORMAT,
@@ -233,8 +238,8 @@ class CheckpointStore:
             },
             "content_sha256": content_hash(hashes),
         }
-        write_atomic(manifest_path, json.dumps(manifest, indent=1).encode(), sync_dir=False)
-        fsync_dir(self.directory)
+        atomic_write_bytes(manifest_path, json.dumps(manifest, indent=1).encode(), sync_dir=False)
+        fsync_directory(self.directory)
         self._commit(info)
         return info
 
@@ -244,7 +249,7 @@ class CheckpointStore:
         names.append(info.name)
         dropped = names[: max(0, len(names) - self.keep_max)]
         kept = names[len(dropped):]
-        write_atomic(
+        atomic_write_bytes(
             self.metadata_path,
             CheckpointMetadata(info.name, kept).render().encode(),
         )

@@ -34,7 +34,7 @@ import safetensors.torch
 import torch
 from torch import nn
 
-from homalign.train.atomic import write_atomic
+from homalign.io.atomic import atomic_write_bytes
 from homalign.train.checkpoint import CheckpointStore, CorruptCheckpointError, LoadedCheckpoint
 from homalign.train.config import EvalSettings
 from homalign.train.export import improves
@@ -53,8 +53,8 @@ BEST_STEM = "best"
 def default_export(model: nn.Module, stem: Path, extra: Mapping[str, Any]) -> None:
     """``<stem>.safetensors`` (the state dict) and ``<stem>.json`` (``extra``), atomically."""
     tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    write_atomic(stem.with_suffix(".safetensors"), safetensors.torch.save(tensors))
-    write_atomic(stem.with_suffix(".json"),
+    atomic_write_bytes(stem.with_suffix(".safetensors"), safetensors.torch.save(tensors))
+    atomic_write_bytes(stem.with_suffix(".json"),
                  (json.dumps(dict(extra), indent=2, sort_keys=True) + "\n").encode())
 
 
@@ -150,7 +150,7 @@ class ContinuousEvaluator:
                   "metrics": {k: (v if math.isfinite(v) else None) for k, v in metrics.items()},
                   "exported": exported}
         self.eval_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.eval_dir / RECORDS_NAME,
+        atomic_write_bytes(self.eval_dir / RECORDS_NAME,
                      json.dumps([*self.records(), record], indent=1).encode())
         log.info("evaluated %s in %.1fs: %s%s", ckpt.info.name, seconds, metrics,
                  " (exported)" if exported else "")

@@ -31,8 +31,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from homalign.io.atomic import atomic_write_bytes
 from homalign.train import distributed
-from homalign.train.atomic import write_atomic
 from homalign.train.checkpoint import CheckpointStore, CorruptCheckpointError, LoadedCheckpoint
 from homalign.train.export import BestExporter, ExportResult
 from homalign.train.hooks import CheckpointSaverHook, SessionRunHook, StopAtStepHook
@@ -224,7 +224,7 @@ class Experiment:
         if content_hash not in hashes:
             hashes.append(content_hash)
             self.eval_dir.mkdir(parents=True, exist_ok=True)
-            write_atomic(self._evaluated_path(), json.dumps(hashes).encode())
+            atomic_write_bytes(self._evaluated_path(), json.dumps(hashes).encode())
 
     def _peek_hash(self) -> str | None:
         info = self.store.selected()

@@ -24,8 +24,8 @@ from typing import Any
 import safetensors.torch
 import torch
 
-from homalign.train.atomic import sha256_bytes, write_atomic
-from homalign.train.checkpoint import CorruptCheckpointError, LoadedCheckpoint
+from homalign.io.atomic import atomic_write_bytes
+from homalign.train.checkpoint import CorruptCheckpointError, LoadedCheckpoint, sha256_bytes
 from homalign.train.state import MODEL_PREFIX
 
 EXPORT_FORMAT = "homalign-export/1"
@@ -116,8 +116,8 @@ class BestExporter:
         }
         directory = self.directory(model_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        write_atomic(directory / WEIGHTS_NAME, weights)
-        write_atomic(directory / CONFIG_NAME, json.dumps(meta, indent=1, sort_keys=True).encode())
+        atomic_write_bytes(directory / WEIGHTS_NAME, weights)
+        atomic_write_bytes(directory / CONFIG_NAME, json.dumps(meta, indent=1, sort_keys=True).encode())
         return ExportResult(directory, self.metric, value, step)
 
 

@@ -34,8 +34,8 @@ from typing import Any
 import torch
 
 from homalign.errors import InputError
+from homalign.io.atomic import atomic_write_bytes
 from homalign.train import distributed
-from homalign.train.atomic import write_atomic
 from homalign.train.config import (
     TrainConfig,
     build_task,
@@ -192,7 +192,7 @@ def train_from_config(
         if report is not None:
             path = Path(f"{report}.rank{result.rank}.json")
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps(asdict(result), indent=1).encode())
+            atomic_write_bytes(path, json.dumps(asdict(result), indent=1).encode())
         return result
     finally:
         if evaluator is not None:

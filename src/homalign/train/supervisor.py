@@ -47,8 +47,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from homalign.io.atomic import remove_stale_temp_files
 from homalign.train import distributed
-from homalign.train.atomic import remove_stale_temp_files
 from homalign.train.checkpoint import CheckpointInfo, CheckpointStore
 from homalign.train.services import Coordinator, LoopingService, Service
 from homalign.train.session_manager import InitFn, PrepareResult, ReadyFn, prepare_state
