@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import homalign
-from homalign.methods.base import score_values
 from homalign.model import load_bundled
 from homalign.model.homology import homology_probability, ranking_score, ranking_scores
+from homalign.score.pair_scores import score_values
 from homalign.search import SequenceDB, search
 from homalign.sequence import Sequence
 from proteins import mutate, random_protein

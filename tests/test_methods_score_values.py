@@ -7,7 +7,7 @@ import pytest
 
 from homalign.dp import GapCosts, align_score
 from homalign.dp.posterior import log_partition
-from homalign.methods.base import PairScores, score_values
+from homalign.score.pair_scores import PairScores, score_values
 
 
 def _pair(seed: int, lq: int, lt: int) -> tuple[np.ndarray, GapCosts]:

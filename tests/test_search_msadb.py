@@ -92,7 +92,7 @@ def test_search_scores_targets_with_their_database_msas(dbfile, tmp_path):
                                                   pseudocounts=opts["pseudocounts"],
                                                   admix=opts["admix"]))
         ps = m.score(qrep, trep, **opts)
-        from homalign.methods.base import score_values
+        from homalign.score.pair_scores import score_values
 
         assert by_id[t] == pytest.approx(float(score_values([ps])[0]))
     single = {h.target_id: h.score for h in search(FAMILY[0], db, "hhm", evalue=1e9,
@@ -178,7 +178,7 @@ def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeyp
 
 
 def test_the_query_is_left_out_of_the_target_msas(dbfile, tmp_path, monkeypatch):
-    from homalign.methods.base import score_values
+    from homalign.score.pair_scores import score_values
     from homalign.search.iterative import iterative_search
     from homalign.search.msadb import member_index, without_member
 

@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             tl.append(len(tc))
         tl_a = np.log(np.asarray(tl, dtype=np.float64))
         if meta.get("homology_score"):
-            from homalign.methods.base import score_values
             from homalign.model.homology import ranking_scores
+            from homalign.score.pair_scores import score_values
 
             scores["adapter"] = score_values([
                 ranking_scores(model, meta, q.codes, eq, db.sequence(int(t)).codes, emb[int(t)])

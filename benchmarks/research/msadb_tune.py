@@ -36,9 +36,9 @@ from homalign.evaluate.homology import mean_sensitivity, query_sensitivity, trai
 from homalign.io import read_a3m
 from homalign.io.atomic import atomic_write
 from homalign.methods import get_method
-from homalign.methods.base import score_values
 from homalign.methods.profile import ProteinRep
 from homalign.profile.profile import Profile
+from homalign.score.pair_scores import score_values
 from homalign.search.database import SequenceDB
 from homalign.search.msadb import msa_filename, without_member
 from homalign.search.prefilter import prefilter

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from homalign.errors import InputError
+from homalign.scop import Scop, is_heldout_fold, labels_from_fasta
 
 LEVELS = ("family", "superfamily", "fold")
 EXCLUSIVE = ("superfamily_exclusive", "fold_exclusive")
@@ -65,41 +66,6 @@ SUMMARY_COLUMNS = ("method", "queries", *COLUMNS, "seconds")
 # ---------------------------------------------------------------------------------------------
 # SCOP labels
 # ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Scop:
-    """A SCOP classification ``class.fold.superfamily.family`` split into its levels."""
-
-    family: str
-    superfamily: str
-    fold: str
-
-    @classmethod
-    def parse(cls, sccs: str) -> Scop:
-        parts = sccs.split(".")
-        if len(parts) != 4 or not all(parts):
-            raise ValueError(f"not a SCOP sccs class.fold.superfamily.family: {sccs!r}")
-        return cls(sccs, ".".join(parts[:3]), ".".join(parts[:2]))
-
-
-def labels_from_fasta(path: str | Path) -> dict[str, Scop]:
-    """id → SCOP levels from ASTRAL headers ``>d1dlwa_ a.1.1.1 (A:) ...``."""
-    from homalign.io import read_fasta
-
-    out: dict[str, Scop] = {}
-    for rec in read_fasta(path):
-        words = rec.description.split()
-        if not words:
-            raise InputError("header lacks the SCOP sccs after the id", path=path,
-                             record=rec.id)
-        try:
-            out[rec.id] = Scop.parse(words[0])
-        except ValueError as exc:
-            raise InputError(str(exc), path=path, record=rec.id) from None
-    if not out:
-        raise InputError("no records", path=path)
-    return out
-
 
 def read_query_list(path: str | Path, labels: dict[str, Scop]) -> list[str]:
     """Query ids, one a line (``#`` comments and blank lines skipped); each must be in the db."""
@@ -271,15 +237,6 @@ def train_fold_queries(labels: dict[str, Scop], index: ScopIndex, exclude: set[s
     if heldout:
         pool = [i for i in pool if is_heldout_fold(labels[i].fold, heldout_fraction)]
     return pool[:: max(len(pool) // n, 1)][:n]
-
-
-def is_heldout_fold(fold: str, fraction: float = 0.08) -> bool:
-    """Whether a SCOP fold is held out (crc32 of the fold name): from the homology adapter's
-    training (``homalign.model.contrastive.load_scop_pairs``) and the null-law fit, and the folds
-    of the train-fold tuning queries."""
-    import zlib
-
-    return zlib.crc32(fold.encode()) % 10_000 < int(fraction * 10_000)
 
 
 def cross_fold_decoys(fasta: str | Path, queries: Sequence[str], n_queries: int = 40,

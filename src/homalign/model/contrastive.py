@@ -28,10 +28,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from homalign.evaluate.homology import is_heldout_fold
 from homalign.model.crf import crf_log_partition_batch, score_log_partition_batch
 from homalign.model.encoder import PAD
 from homalign.model.scorer import HomologyScore
+from homalign.scop import is_heldout_fold
 
 
 @dataclass

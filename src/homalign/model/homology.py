@@ -54,7 +54,7 @@ def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndar
     local path of the aligner's own ``S``. ``profile_q``: a query profile (see
     :mod:`homalign.model.profile`), ``e_q`` then being its embeddings.
     """
-    from homalign.methods.base import PairScores
+    from homalign.score.pair_scores import PairScores
 
     if meta.get("homology_score"):
         S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t, scores, profile_q)
@@ -68,7 +68,7 @@ def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndar
 def ranking_score(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray,
                   e_t, scores=None) -> float:
     """The score of :func:`ranking_scores` (what the homology head's probability is fitted on)."""
-    from homalign.methods.base import score_values
+    from homalign.score.pair_scores import score_values
 
     return float(score_values([ranking_scores(model, meta, codes_q, e_q, codes_t, e_t,
                                               scores)])[0])
@@ -116,9 +116,9 @@ def null_fit_pairs(fasta: str | Path, exclude: set[str], n_pairs: int, seed: int
                    ) -> list[tuple[object, object]]:
     """``n_pairs`` cross-fold pairs of SCOPe domains — real unrelated proteins — for fitting the
     ranking score's null law: the folds of the ``exclude`` domains (the dev queries) and the
-    held-out tuning folds (:func:`homalign.evaluate.homology.is_heldout_fold`) are left out, so
+    held-out tuning folds (:func:`homalign.scop.is_heldout_fold`) are left out, so
     neither the dev report nor the train-fold tuning queries see the fit."""
-    from homalign.evaluate.homology import is_heldout_fold, labels_from_fasta
+    from homalign.scop import is_heldout_fold, labels_from_fasta
     from homalign.sequence import read_sequences
     from homalign.stats import unrelated_pairs
 

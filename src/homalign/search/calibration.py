@@ -20,7 +20,7 @@ import numpy as np
 
 from homalign.io.atomic import atomic_write
 from homalign.methods import get_method
-from homalign.methods.base import score_values
+from homalign.score.pair_scores import score_values
 from homalign.stats import (
     EVDParams,
     fit_gumbel,

@@ -29,7 +29,7 @@ import numpy as np
 from homalign.alignment import Alignment
 from homalign.errors import InputError
 from homalign.methods import Method, get_method
-from homalign.methods.base import score_values
+from homalign.score.pair_scores import score_values
 from homalign.search.calibration import evd_params
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits

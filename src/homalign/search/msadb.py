@@ -191,7 +191,7 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
     method ``options`` differ); returns an ``EVDParams``."""
     from homalign.io.atomic import atomic_write
     from homalign.methods import get_method
-    from homalign.methods.base import score_values
+    from homalign.score.pair_scores import score_values
     from homalign.profile.sources import get_profile
     from homalign.stats import EVDParams, fit_gumbel
 
