@@ -15,10 +15,10 @@ from homalign.alignment import Alignment  # noqa: E402
 from homalign.api import align  # noqa: E402
 from homalign.errors import HomalignError, InputError  # noqa: E402
 from homalign.sequence import Sequence, read_sequences  # noqa: E402
+from homalign.version import __version__  # noqa: E402
 
-__version__ = "0.1.0"
-__all__ = ["Alignment", "HomalignError", "InputError", "Sequence", "align", "read_sequences",
-           "search"]
+__all__ = ["Alignment", "HomalignError", "InputError", "Sequence", "__version__", "align",
+           "read_sequences", "search"]
 
 
 def __getattr__(name: str):

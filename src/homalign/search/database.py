@@ -263,7 +263,7 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     the end, so ``outdir`` is either complete or absent. An existing ``outdir`` is an error unless
     ``overwrite`` (then it is replaced only after the new one is complete).
     """
-    from homalign import __version__
+    from homalign.version import __version__
 
     outdir = Path(outdir)
     if outdir.exists() and not overwrite:
