@@ -35,6 +35,7 @@ from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.kernels import sw_scores
 from homalign.search.prefilter import prefilter as run_prefilter
+from homalign.search.tail_calibration import bits_from_evalue, calibration_for
 from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
 
@@ -192,6 +193,7 @@ def search(
     candidates: np.ndarray | None = None,
     traceback: bool = True,
     rescore: int | None | str = "default",
+    calibrated: bool = True,
     **method_options: Any,
 ) -> list[Hit]:
     """Search ``query`` against ``db`` with a registered method; hits sorted by E-value.
@@ -202,7 +204,10 @@ def search(
     ``traceback=False`` skips the alignments (``Hit.alignment`` is None; for rankings only);
     ``rescore`` (methods with a batched ranking, i.e. ``learned``): after the prefilter, only
     the best ``rescore`` candidates by Smith-Waterman score are scored (``"default"``:
-    :data:`LEARNED_RESCORE`; None: all).
+    :data:`LEARNED_RESCORE`; None: all); ``calibrated``: a method with a shipped empirical
+    calibration (:func:`homalign.search.tail_calibration.calibration_for`, e.g. ``learned``)
+    reports calibrated E-values and BLAST's bits of them; False gives its null law's values
+    (what a fused ranking combines).
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")
@@ -260,6 +265,10 @@ def search(
         ev_params = params if params is not None else method_params(method, method_options)
         evals = db_evalues(scores, ev_params, len(q), tlen, n_res, n_seq)
         bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
+        tail = calibration_for(method) if calibrated else None
+        if tail is not None:
+            evals = tail.evalues(evals, n_seq)
+            bits = bits_from_evalue(evals, len(q), n_res)
     passing = np.flatnonzero(evals <= evalue)
     order = passing[np.lexsort((cand[passing], -scores[passing], evals[passing]))]
     if max_hits is not None:
@@ -305,7 +314,8 @@ def search_many(
     qs = list(queries)
     m = get_method(method)
     known = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-             "params", "max_query_length", "candidates", "traceback", "rescore"}
+             "params", "max_query_length", "candidates", "traceback", "rescore",
+             "calibrated"}
     method_options = {k: v for k, v in kwargs.items() if k not in known}
     reps = None
     if m.prepare is not None and m.score is not None:

@@ -252,7 +252,7 @@ def iterative_search(
                            {"target_msa": str(target_msa), "query_rep": qrep,
                             **PROFILE_DB_OPTIONS})
     own = search(query, db, method=method, evalue=math.inf, max_hits=None, candidates=cand,
-                 traceback=False, target_reps=target_reps, **method_options)
+                 traceback=False, target_reps=target_reps, calibrated=False, **method_options)
     pssm = search(query, db, method="pssm", evalue=math.inf, max_hits=None, candidates=cand,
                   traceback=False, **pssm_opts)
     if target_msa is None:
@@ -266,8 +266,27 @@ def iterative_search(
     fused = fuse_hits(lists, weights)
     if target_msa is not None:
         fused = support(fused, query.id, target_msa, nb_weight)
+    else:
+        fused = calibrated_hits(fused, f"{method}@{iterations}", len(query), db)
     return _finish(query, db, fused, evalue, max_hits, traceback, method, target_reps,
                    method_options)
+
+
+def calibrated_hits(hits: list, ranking: str, query_length: int, db: Any) -> list:
+    """``hits`` with the E-values of the ranking's shipped empirical calibration and BLAST's
+    bits of them (:mod:`homalign.search.tail_calibration`); unchanged where none is shipped."""
+    from homalign.search.tail_calibration import bits_from_evalue, calibration_for
+
+    tail = calibration_for(ranking)
+    if tail is None or not hits:
+        return hits
+    evals = tail.evalues([h.evalue for h in hits], len(db))
+    bits = bits_from_evalue(evals, query_length, db.total_length)
+    for h, e, b in zip(hits, evals, bits, strict=True):
+        h.evalue, h.bits = float(e), float(b)
+        if h.alignment is not None:
+            h.alignment.evalue, h.alignment.bits = h.evalue, h.bits
+    return hits
 
 
 def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,

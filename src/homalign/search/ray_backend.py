@@ -143,7 +143,8 @@ def search_ray(
 
 
 _ENGINE_KEYS = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-                "params", "max_query_length", "candidates", "traceback", "rescore"}
+                "params", "max_query_length", "candidates", "traceback", "rescore",
+                "calibrated"}
 
 
 def _db_ref(ray, db: SequenceDB):  # noqa: ANN001, ANN202

@@ -1,0 +1,128 @@
+"""E-value calibration on real proteins: chance hits per query at E-value thresholds.
+
+Reads the hit lists of a ``homalign benchmark homology`` run (``OUT/hits/<method>.tsv``: query,
+target, score, E-value) and counts, per query, the hits in another SCOP fold (chance hits among
+real proteins) with E ≤ x. Ideal: x per query (a little less, as only other-fold targets count).
+
+``--fit NAME``: fit the :class:`homalign.search.tail_calibration.TailCalibration` of the ranking
+``NAME`` (e.g. ``learned``, ``learned@3``) to those counts and write it to
+``src/homalign/search/tail_calibration.json``, composed with the calibration the lists were made with
+(so a refit on calibrated lists is correct). Fit on held-out train-fold queries only::
+
+    homalign benchmark homology --db astral-2.07-40.trainval.fa --queries HELDOUT.txt \\
+        --methods learned,blastp --out OUT
+    python benchmarks/evalue_calibration.py --db astral-2.07-40.trainval.fa \\
+        --queries HELDOUT.txt --hits OUT/hits/learned.tsv --fit learned
+
+``HELDOUT.txt``: ``python benchmarks/evalue_calibration.py --heldout-queries HELDOUT.txt``
+writes the train-fold domains of the held-out folds (:func:`is_heldout_fold`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from homalign.evaluate.homology import is_heldout_fold, labels_from_fasta
+from homalign.search.tail_calibration import calibration_for, fit_tail
+
+THRESHOLDS = (1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0)
+#: the fit uses E <= 1 only: at E <= 10 the counts are cut by the candidate limit (a learned
+#: search scores 150 prefilter candidates), which bends the curve down
+FIT_MAX = 1.0
+TABLE = (Path(__file__).resolve().parents[1] / "src" / "homalign" / "search"
+         / "tail_calibration.json")
+
+
+def read_hits(path: Path) -> dict[str, list[tuple[str, float]]]:
+    out: dict[str, list[tuple[str, float]]] = {}
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 4:
+                raise SystemExit(f"{path}:{n}: expected query, target, score, evalue")
+            out.setdefault(parts[0], []).append((parts[1], float(parts[3])))
+    return out
+
+
+def chance_counts(hits: dict[str, list[tuple[str, float]]], queries: list[str],
+                  labels: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(other-fold, same-fold) hit totals over ``queries`` at each of :data:`THRESHOLDS`."""
+    other, same = np.zeros(len(THRESHOLDS)), np.zeros(len(THRESHOLDS))
+    x = np.array(THRESHOLDS)
+    for q in queries:
+        for t, e in hits.get(q, []):
+            if t == q or t not in labels:
+                continue
+            tally = same if labels[t].fold == labels[q].fold else other
+            tally += e <= x
+    return other, same
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--db", type=Path, help="ASTRAL FASTA the lists were searched against")
+    p.add_argument("--queries", type=Path, help="query ids, one a line (all of the run's)")
+    p.add_argument("--hits", type=Path, nargs="*", default=[], help="hits/<method>.tsv files")
+    p.add_argument("--fit", metavar="NAME", help="fit and store the calibration of ranking NAME "
+                   "(one --hits file)")
+    p.add_argument("--source", default="", help="provenance line stored with the fit")
+    p.add_argument("--heldout-queries", type=Path, metavar="OUT",
+                   help="write the held-out train-fold domains of --db (default: the shared "
+                        "trainval) and the dev list's complement to OUT, then stop")
+    p.add_argument("--dev", type=Path, help="dev query list excluded by --heldout-queries")
+    args = p.parse_args()
+
+    if args.heldout_queries is not None:
+        if args.db is None or args.dev is None:
+            raise SystemExit("--heldout-queries needs --db and --dev")
+        labels = labels_from_fasta(args.db)
+        dev = set(args.dev.read_text().split())
+        ids = [i for i in sorted(labels) if i not in dev and is_heldout_fold(labels[i].fold)]
+        args.heldout_queries.write_text("".join(f"{i}\n" for i in ids))
+        print(f"{len(ids)} held-out train-fold domains -> {args.heldout_queries}")
+        return
+    if args.db is None or args.queries is None or not args.hits:
+        raise SystemExit("give --db, --queries and --hits")
+    labels = labels_from_fasta(args.db)
+    queries = [q for q in args.queries.read_text().split() if q in labels]
+    n_db = len(labels)
+    print(f"{len(queries)} queries, {n_db} database sequences; other-fold / same-fold hits per "
+          "query with E <= x")
+    print("| hits | " + " | ".join(f"E <= {x:g}" for x in THRESHOLDS) + " |")
+    print("|---|" + "---|" * len(THRESHOLDS))
+    counts = {}
+    for path in args.hits:
+        other, same = chance_counts(read_hits(path), queries, labels)
+        counts[path] = other
+        print(f"| {path.name} | " + " | ".join(
+            f"{o / len(queries):.3g} / {s / len(queries):.3g}" for o, s in
+            zip(other, same, strict=True)) + " |")
+    if args.fit is None:
+        return
+    if len(args.hits) != 1:
+        raise SystemExit("--fit takes one --hits file")
+    x = np.array(THRESHOLDS)
+    fitted = fit_tail(x[x <= FIT_MAX], counts[args.hits[0]][x <= FIT_MAX], len(queries), n_db,
+                      source=args.source)
+    before = calibration_for(args.fit)
+    cal = before.compose(fitted) if before is not None else fitted
+    table = json.loads(TABLE.read_text()) if TABLE.is_file() else {}
+    table[args.fit] = {"A": cal.A, "b": cal.b, "source": args.source,
+                       "queries": len(queries), "db_sequences": n_db}
+    TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    pred = fitted.evalues(np.array(THRESHOLDS), n_db)
+    print(f"\n{args.fit}: A = {cal.A:.4g}, b = {cal.b:.4g} (this fit: A = {fitted.A:.4g}, "
+          f"b = {fitted.b:.4g}) -> {TABLE}")
+    print("| x | " + " | ".join(f"{x:g}" for x in THRESHOLDS) + " |")
+    print("|---|" + "---|" * len(THRESHOLDS))
+    print("| observed per query | " + " | ".join(
+        f"{o / len(queries):.3g}" for o in counts[args.hits[0]]) + " |")
+    print("| fitted per query | " + " | ".join(f"{v:.3g}" for v in pred) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Empirical E-value calibration: E-values that count chance hits among real proteins.
+
+A null law fitted on a few thousand unrelated pairs cannot reach the tail a database search
+lives in (a per-pair P of 1e-7 for E = 1e-3 against 10,000 sequences), and a fused ranking (the
+weighted geometric mean of several searches' E-values, :func:`homalign.search.fuse_hits`) is not
+an E-value at all. Both are *ranking values* ``v`` on an E-value scale. :class:`TailCalibration`
+maps them to E-values through a power law on the per-target rate, never below the ranking
+value itself (a calibration only ever makes E-values more conservative)::
+
+    E = N · min(1, max(v / N, A · (v / N)^b))
+
+``N`` is the number of database sequences, so ``E`` grows linearly with the database (the
+expected number of chance hits scoring at least as well, HMMER's ``E = Z · P``). ``A`` and ``b``
+are fitted on database searches of held-out train-fold SCOPe queries, counting the hits in
+another fold (chance hits among real proteins) per query at each threshold
+(``benchmarks/evalue_calibration.py``; the values, their split and command are in
+``tail_calibration.json`` beside this module). The map is monotone, so it changes no ranking.
+
+The bit score of a calibrated hit is BLAST's, ``bits = log2(m n / E)`` for a query of ``m``
+residues against ``n`` database residues (:func:`bits_from_evalue`), so the two always agree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+EVALUE_FLOOR = 1e-300
+
+
+@dataclass(frozen=True)
+class TailCalibration:
+    """``E = N · min(1, max(v / N, A (v / N)^b))`` for ranking values ``v`` against ``N``
+    sequences.
+
+    >>> cal = TailCalibration(A=0.01, b=0.5)
+    >>> [round(float(x), 6) for x in cal.evalues(np.array([1e-6, 1.0, 1e3, 1e9]), 10_000)]
+    [0.001, 1.0, 1000.0, 10000.0]
+    >>> after = TailCalibration(A=2.0, b=0.8)
+    >>> v = np.array([1e-6, 1e-2])
+    >>> bool(np.allclose(cal.compose(after).evalues(v, 10_000),
+    ...                  after.evalues(cal.evalues(v, 10_000), 10_000)))
+    True
+    """
+
+    A: float
+    b: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.A > 0 and math.isfinite(self.A) and self.b > 0 and math.isfinite(self.b)):
+            raise ValueError(f"a tail calibration needs A > 0 and b > 0, got {self.A}, {self.b}")
+
+    def evalues(self, values: Any, db_count: int) -> np.ndarray:
+        """Calibrated E-values of ranking values ``values`` against ``db_count`` sequences."""
+        n = float(max(db_count, 1))
+        v = np.maximum(np.asarray(values, dtype=np.float64), EVALUE_FLOOR)
+        log_v = np.log(v) - math.log(n)
+        log_rate = np.maximum(log_v, math.log(self.A) + self.b * log_v)
+        return n * np.exp(np.minimum(log_rate, 0.0))
+
+    def compose(self, after: TailCalibration) -> TailCalibration:
+        """The calibration that applies ``self`` and then ``after`` (exact where both power
+        laws lie above the identity, the tail they are fitted for)."""
+        return TailCalibration(after.A * self.A ** after.b, self.b * after.b, after.source)
+
+
+def fit_tail(thresholds: Any, hits: Any, n_queries: int, db_count: int, *,
+             min_hits: int = 5, source: str = "") -> TailCalibration:
+    """Fit a :class:`TailCalibration` to chance-hit counts.
+
+    ``hits[k]``: the number of chance hits (over all ``n_queries`` queries) with ranking value
+    ``≤ thresholds[k]``. Under the calibration their expected number per query is
+    ``N A (x / N)^b``, so ``ln(hits / n_queries) = ln(A N^(1-b)) + b ln x``: a weighted least
+    squares line (weights ``hits``, a Poisson count's ``ln`` having variance ``1 / hits``) over
+    the thresholds with at least ``min_hits`` hits.
+
+    >>> x = np.array([1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0])
+    >>> true = TailCalibration(A=3.0, b=0.8)
+    >>> hits = true.evalues(x, 10_000) * 1000  # 1,000 queries' expected counts
+    >>> cal = fit_tail(x, hits, 1000, 10_000)
+    >>> round(cal.A, 6), round(cal.b, 6)
+    (3.0, 0.8)
+    """
+    x = np.asarray(thresholds, dtype=np.float64)
+    h = np.asarray(hits, dtype=np.float64)
+    keep = h >= min_hits
+    if keep.sum() < 2:
+        raise ValueError(f"a tail fit needs two thresholds with >= {min_hits} chance hits, "
+                         f"got counts {h.tolist()}")
+    lx, ly, w = np.log(x[keep]), np.log(h[keep] / n_queries), h[keep]
+    X = np.stack([np.ones_like(lx), lx], axis=1) * np.sqrt(w)[:, None]
+    (c, b), *_ = np.linalg.lstsq(X, ly * np.sqrt(w), rcond=None)
+    return TailCalibration(float(math.exp(c - (1.0 - b) * math.log(db_count))), float(b),
+                           source)
+
+
+def bits_from_evalue(evalues: Any, query_length: int, db_residues: int) -> np.ndarray:
+    """BLAST's bit score of an E-value: ``log2(m n / E)`` (``E = m n 2^-bits``).
+
+    >>> float(bits_from_evalue(1.0, 1024, 1024)), float(bits_from_evalue(0.25, 1024, 1024))
+    (20.0, 22.0)
+    """
+    e = np.maximum(np.asarray(evalues, dtype=np.float64), EVALUE_FLOOR)
+    return np.log2(float(query_length) * float(max(db_residues, 1)) / e)
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    path = resources.files("homalign.search").joinpath("tail_calibration.json")
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def calibration_for(ranking: str) -> TailCalibration | None:
+    """The shipped calibration of a ranking (``learned``, ``learned@3``, ...), or None: its
+    E-values are then the null law's as they are."""
+    entry = _table().get(ranking)
+    if entry is None:
+        return None
+    return TailCalibration(float(entry["A"]), float(entry["b"]), str(entry.get("source", "")))

@@ -1,0 +1,111 @@
+"""Empirical E-value calibration: the power law, its fit, and the E-values search reports."""
+
+from __future__ import annotations
+
+import doctest
+import math
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import homalign.search.tail_calibration as tail_module
+from homalign.io.pir import read_pir
+from homalign.search import SequenceDB, search
+from homalign.search.tail_calibration import (
+    TailCalibration,
+    bits_from_evalue,
+    calibration_for,
+    fit_tail,
+)
+from homalign.sequence import Sequence
+
+
+def test_the_module_examples_hold() -> None:
+    failed, tried = doctest.testmod(tail_module)
+    assert tried >= 3 and failed == 0
+
+
+def test_the_map_is_monotone_linear_in_the_database_and_capped() -> None:
+    cal = TailCalibration(A=0.01, b=0.5)
+    v = np.logspace(-30, 12, 50)
+    e = cal.evalues(v, 10_000)
+    assert np.all(np.diff(e) >= 0)
+    assert e[-1] == 10_000  # never more than one chance hit per sequence
+    # per-target rate fixed: twice the database, twice the E-value
+    np.testing.assert_allclose(cal.evalues(v * 2, 20_000)[:10], 2 * e[:10], rtol=1e-12)
+
+
+def test_the_fit_recovers_a_power_law_from_poisson_counts() -> None:
+    rng = np.random.default_rng(0)
+    true = TailCalibration(A=0.006, b=0.45)
+    x = np.array([1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0])
+    hits = rng.poisson(true.evalues(x, 11_000) * 20_000)
+    cal = fit_tail(x, hits, 20_000, 11_000)
+    assert cal.b == pytest.approx(0.45, abs=0.05)
+    np.testing.assert_allclose(cal.evalues(x, 11_000), true.evalues(x, 11_000), rtol=0.3)
+
+
+def test_a_fit_without_two_counted_thresholds_is_refused() -> None:
+    with pytest.raises(ValueError, match="two thresholds"):
+        fit_tail([1e-3, 1.0], [0, 3], 100, 1000)
+
+
+def test_the_shipped_learned_calibration_is_conservative_below_one() -> None:
+    cal = calibration_for("learned")
+    assert cal is not None and "held-out train-fold" in cal.source
+    v = np.array([1e-20, 1e-5, 1e-2])
+    assert np.all(cal.evalues(v, 11_487) > v)  # real proteins' tail is heavier than the null's
+
+
+def _shuffled_decoys(n: int, seed: int) -> list[Sequence]:
+    """Real HOMSTRAD residues, each sequence shuffled on its own: composition kept, homology
+    gone (a sequence drawn twice is shuffled twice)."""
+    rng = np.random.default_rng(seed)
+    root = resources.files("homalign").joinpath("data", "homstrad_dev")
+    seqs = [entry.aligned.replace("-", "").upper()
+            for fam in sorted(p.name for p in root.iterdir())
+            for entry in read_pir(root.joinpath(fam, f"{fam}.ali"))]
+    out = []
+    for i, k in enumerate(rng.choice(len(seqs), n, replace=len(seqs) < n)):
+        res = np.array(list(seqs[k]))
+        rng.shuffle(res)
+        out.append(Sequence(f"decoy{i}", "".join(res)))
+    return out
+
+
+def test_learned_search_of_shuffled_decoys_reports_no_more_chance_hits_than_its_evalues() -> None:
+    # 3,000 targets: as in a database search, the 150 rescored candidates are a small part of
+    # the database (docs/decisions.md: E-values of small databases)
+    decoys = _shuffled_decoys(3020, seed=1)
+    db = SequenceDB.from_sequences(decoys[20:])
+    counts = {1.0: 0, 10.0: 0}
+    for q in decoys[:20]:
+        hits = search(q, db, method="learned", evalue=10.0, traceback=False)
+        for h in hits:
+            for x in counts:
+                counts[x] += h.evalue <= x
+            # the bit score is BLAST's of the E-value
+            assert h.bits == pytest.approx(math.log2(len(q) * db.total_length / h.evalue))
+    # mean chance hits per query at E <= x: at most twice x (not anti-conservative)
+    assert counts[1.0] / 20 <= 2.0 and counts[10.0] / 20 <= 20.0
+
+
+def test_search_reports_the_calibrated_values_of_the_null_laws() -> None:
+    decoys = _shuffled_decoys(60, seed=2)
+    db = SequenceDB.from_sequences(decoys[1:])
+    q = decoys[0]
+    raw = search(q, db, method="learned", evalue=math.inf, traceback=False, calibrated=False)
+    cal = search(q, db, method="learned", evalue=math.inf, traceback=False)
+    cal_map = calibration_for("learned")
+    assert cal_map is not None
+    raw_e = {h.target_index: h.evalue for h in raw}
+    got = np.array([h.evalue for h in cal])
+    np.testing.assert_allclose(got, cal_map.evalues([raw_e[h.target_index] for h in cal],
+                                                    len(db)), rtol=1e-12)
+    uncapped = got < len(db)  # the same ranking, except ties at the cap of one per sequence
+    assert uncapped.sum() > 5
+    assert [h.target_index for h in raw][: uncapped.sum()] == \
+        [h.target_index for h in cal][: uncapped.sum()]
+    np.testing.assert_allclose([h.bits for h in cal],
+                               bits_from_evalue(got, len(q), db.total_length), rtol=1e-12)
