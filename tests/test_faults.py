@@ -268,5 +268,6 @@ def test_killed_makemsa_leaves_no_workers(tmp_path, sig):
     finally:
         if parent.poll() is None:
             parent.kill()
-        for p in _children(parent.pid):
-            os.kill(p, signal.SIGKILL)
+        for p in workers | _children(parent.pid):  # whatever is left of this test's processes
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)

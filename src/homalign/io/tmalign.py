@@ -9,6 +9,7 @@ opposite of :mod:`homalign.dp`'s cigar letters).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -97,10 +98,14 @@ def cigar_pairs(cigar: str, query_length: int | None = None, target_length: int 
 
 def _number(text: str, kind: type, path: PathLike, line: int, record: str, name: str) -> float:
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         raise InputError(f"column {name!r}: not a number: {text!r}", path=path, line=line,
                          record=record, column=TMALIGN_COLUMNS.index(name) + 1) from None
+    if kind is float and not math.isfinite(value):
+        raise InputError(f"column {name!r}: not a finite number: {text!r}", path=path,
+                         line=line, record=record, column=TMALIGN_COLUMNS.index(name) + 1)
+    return value
 
 
 def read_tmalign_pairs(path: PathLike) -> Iterator[TMAlignPair]:

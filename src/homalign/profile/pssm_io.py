@@ -88,6 +88,9 @@ def read_pssm(path: str | Path) -> AsciiPSSM:
                 pct.append([float(t) for t in toks[22:42]])
                 info.append(float(toks[42]))
                 weight.append(float(toks[43]))
+                if not np.isfinite(pct[-1] + info[-1:] + weight[-1:]).all() or min(pct[-1]) < 0:
+                    raise ValueError("percentages, information and weight must be finite, "
+                                     "percentages >= 0")
         except ValueError as exc:
             raise InputError(f"bad number in PSSM row: {exc}", path=path, line=m + 1) from None
         for k, v in enumerate(row):
@@ -137,7 +140,9 @@ def write_pssm(path: str | Path, profile: Profile) -> None:
 def profile_from_pssm(pssm: AsciiPSSM, matrix: str = "BLOSUM62") -> Profile:
     """A Profile whose emissions reproduce the PSSM's scores (up to their integer rounding)."""
     lam = matrix_lambda(matrix)
-    probs = BACKGROUND * np.exp(lam * pssm.scores.astype(np.float64))
+    logits = lam * pssm.scores.astype(np.float64)
+    # shifted by each row's maximum: the same probabilities, and no overflow for large scores
+    probs = BACKGROUND * np.exp(logits - logits.max(axis=1, keepdims=True))
     probs /= probs.sum(axis=1, keepdims=True)
     L = len(pssm.query)
     if pssm.percentages is not None and (pssm.percentages.sum(axis=1) > 0).all():

@@ -74,6 +74,10 @@ def _build_part(args: tuple) -> int:
     from homalign.search.iterative import _open_db, build_msa
 
     db_path, outdir, part, jobs, iterations, inclusion, max_candidates, progress = args
+    if progress is None:  # a pool worker: its progress queue came with the initializer
+        from homalign.workers import shared
+
+        progress = shared()
     db = _open_db(db_path)
     out = Path(outdir)
     done = 0
@@ -139,19 +143,26 @@ def _run_parallel(db: str, out: Path, jobs: int, iterations: int, inclusion: flo
     import multiprocessing as mp
     import queue as queue_mod
 
+    from homalign.workers import init_worker
+
     ctx = mp.get_context("spawn")
-    with ctx.Manager() as manager:
-        q = manager.Queue()
-        with ctx.Pool(jobs) as pool:
-            result = pool.map_async(_build_part, [
-                (db, str(out), part, jobs, iterations, inclusion, max_candidates, q)
-                for part in range(jobs)])
-            while not result.ready():
-                try:
-                    bar.update(q.get(timeout=0.5))
-                except queue_mod.Empty:
-                    pass
-            result.get()  # re-raises a worker's error
+    q = ctx.Queue()
+    # workers die with this process, even when it is killed (SIGKILL/SIGTERM run no clean-up)
+    with ctx.Pool(jobs, initializer=init_worker, initargs=(os.getpid(), q)) as pool:
+        result = pool.map_async(_build_part, [
+            (db, str(out), part, jobs, iterations, inclusion, max_candidates, None)
+            for part in range(jobs)])
+        while not result.ready():
+            try:
+                bar.update(q.get(timeout=0.5))
+            except queue_mod.Empty:
+                pass
+        result.get()  # re-raises a worker's error
+        while True:  # the last updates
+            try:
+                bar.update(q.get_nowait())
+            except queue_mod.Empty:
+                break
 
 
 def open_msa_db(outdir: str | os.PathLike, db: Any = None) -> Path:
@@ -191,8 +202,8 @@ def null_params(outdir: str | os.PathLike, db: Any, method: str = "hhm", *,
     method ``options`` differ); returns an ``EVDParams``."""
     from homalign.io.atomic import atomic_write
     from homalign.methods import get_method
-    from homalign.score.pair_scores import score_values
     from homalign.profile.sources import get_profile
+    from homalign.score.pair_scores import score_values
     from homalign.stats import EVDParams, fit_gumbel
 
     out = open_msa_db(outdir)
