@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
-import inspect
 from typing import Any
 
 from homalign.alignment import Alignment
-from homalign.methods import Method, OptionError, get_method
-from homalign.methods.base import describe_options
+from homalign.methods import Method, get_method
 from homalign.sequence import Sequence, as_sequence
 
 DEFAULT_METHOD = "learned"
@@ -69,37 +66,6 @@ def align(
     return aln
 
 
-def _keywords(fn: Any, skip: int) -> list[str]:
-    """The named parameters of ``fn`` after its first ``skip`` (no ``**kwargs``)."""
-    params = list(inspect.signature(fn).parameters.values())[skip:]
-    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-
-def check_search_options(method: str, options: dict[str, Any], iterative: bool = False) -> None:
-    """Raise :class:`OptionError` for a keyword that neither the search (``evalue``,
-    ``max_hits``, ``prefilter``... and, iterative, its rounds' options) nor ``method`` declares,
-    naming both lists."""
-    from homalign.search.engine import search as engine_search
-
-    m = get_method(method)
-    search_kw = _keywords(engine_search, 3)
-    if iterative:
-        from homalign.search.iterative import iterative_search
-
-        search_kw += [k for k in _keywords(iterative_search, 4) if k not in search_kw]
-    method_kw = list(m.option_names or ())
-    unknown = [k for k in options if k not in search_kw and k not in method_kw]
-    if unknown and m.options is not None:
-        hints = []
-        for k in unknown:
-            close = difflib.get_close_matches(k, search_kw + method_kw, n=1)
-            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        raise OptionError(f"search has no option {', '.join(hints)}; the search's options: "
-                          f"{', '.join(search_kw)}; method {method!r}'s options: "
-                          f"{describe_options(m.options) or 'none'}")
-    m.check_options({k: v for k, v in options.items() if k not in search_kw})
-
-
 def search(
     query: Sequence | str,
     db: Any,
@@ -122,15 +88,6 @@ def search(
     neighbours it found (default on for a fused ranking, off for ``hhm``). ``homalign.search``
     is this function and also the package of the search engine.
     """
-    if iterations < 1:
-        raise ValueError(f"iterations must be at least 1, got {iterations}")
-    iterative = iterations > 1 or options.get("target_msa") is not None
-    check_search_options(method, options, iterative)
-    q = as_sequence(query, "query")
-    if iterative:
-        from homalign.search.iterative import iterative_search
+    from homalign.search.entry import run_search
 
-        return iterative_search(q, db, iterations, method, **options)
-    from homalign.search.engine import search as engine_search
-
-    return engine_search(q, db, method, **options)
+    return run_search(query, db, method, iterations=iterations, **options)

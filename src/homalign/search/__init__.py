@@ -43,13 +43,14 @@ __all__ = [
 
 
 class _CallableModule(_types.ModuleType):
-    """``homalign.search(query, db, ...)`` calls :func:`homalign.api.search`; the package's
-    names (``homalign.search.SequenceDB``, ``homalign.search.search``...) stay as they are."""
+    """``homalign.search(query, db, ...)`` calls :func:`homalign.search.entry.run_search` (what
+    :func:`homalign.api.search` calls); the package's names (``homalign.search.SequenceDB``,
+    ``homalign.search.search``...) stay as they are."""
 
     def __call__(self, *args, **kwargs):
-        from homalign.api import search as api_search
+        from homalign.search.entry import run_search
 
-        return api_search(*args, **kwargs)
+        return run_search(*args, **kwargs)
 
 
 _sys.modules[__name__].__class__ = _CallableModule

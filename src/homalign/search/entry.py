@@ -1,0 +1,74 @@
+"""The public search call: ``homalign.search(query, db, ...)`` and ``homalign.api.search``.
+
+:func:`run_search` checks every keyword (the search's own and the method's), then runs one pass of
+the engine (:func:`homalign.search.engine.search`) or, with ``iterations > 1`` or an MSA database
+(``target_msa=``), :func:`homalign.search.iterative.iterative_search`. It lives in the search
+package so that the package itself can be called without importing :mod:`homalign.api`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+from homalign.methods import OptionError, get_method
+from homalign.methods.base import describe_options
+from homalign.sequence import Sequence, as_sequence
+
+
+def _keywords(fn: Any, skip: int) -> list[str]:
+    """The named parameters of ``fn`` after its first ``skip`` (no ``**kwargs``)."""
+    params = list(inspect.signature(fn).parameters.values())[skip:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def check_search_options(method: str, options: dict[str, Any], iterative: bool = False) -> None:
+    """Raise :class:`OptionError` for a keyword that neither the search (``evalue``,
+    ``max_hits``, ``prefilter``... and, iterative, its rounds' options) nor ``method`` declares,
+    naming both lists."""
+    from homalign.search.engine import search as engine_search
+
+    m = get_method(method)
+    search_kw = _keywords(engine_search, 3)
+    if iterative:
+        from homalign.search.iterative import iterative_search
+
+        search_kw += [k for k in _keywords(iterative_search, 4) if k not in search_kw]
+    method_kw = list(m.option_names or ())
+    unknown = [k for k in options if k not in search_kw and k not in method_kw]
+    if unknown and m.options is not None:
+        hints = []
+        for k in unknown:
+            close = difflib.get_close_matches(k, search_kw + method_kw, n=1)
+            hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise OptionError(f"search has no option {', '.join(hints)}; the search's options: "
+                          f"{', '.join(search_kw)}; method {method!r}'s options: "
+                          f"{describe_options(m.options) or 'none'}")
+    m.check_options({k: v for k, v in options.items() if k not in search_kw})
+
+
+def run_search(
+    query: Sequence | str,
+    db: Any,
+    method: str = "sw",
+    *,
+    iterations: int = 1,
+    **options: Any,
+) -> list:
+    """:func:`homalign.api.search` (see there)."""
+    if iterations < 1:
+        raise ValueError(f"iterations must be at least 1, got {iterations}")
+    iterative = iterations > 1 or options.get("target_msa") is not None
+    check_search_options(method, options, iterative)
+    q = as_sequence(query, "query")
+    if iterative:
+        from homalign.search.iterative import iterative_search
+
+        return iterative_search(q, db, iterations, method, **options)
+    from homalign.search.engine import search as engine_search
+
+    return engine_search(q, db, method, **options)
+
+
+__all__ = ["check_search_options", "run_search"]
