@@ -16,9 +16,20 @@ product and one vectorised ``exp``), so this kernel only runs the recurrences, i
 
 with ``a_i = exp(-(q_open_i + q_ext_i))``, ``b_i = exp(-q_ext_i)``, ``c_j = exp(-(t_open_j +
 t_ext_j))``, ``d_j = exp(-t_ext_j)``; the ``1`` is the begin weight (and the empty alignment).
-Each row is rescaled by its largest entry and the logs of the factors are summed, so neither
-overflow nor underflow can occur for finite inputs; ``y`` runs as a second, sequential pass over
-the row and everything else vectorises. Tests check it against the float64 log-space reference.
+Each row is rescaled by a power of two near its largest entry (exact: the scale is an integer
+exponent, the partial sums of ``Z`` are kept in float64 relative to it), so neither overflow nor
+underflow can occur for finite inputs.
+
+Layout (inter-sequence, SWIPE-style): targets are sorted by length and taken ``LANES`` (16) at a
+time; the group runs as one DP whose cells are vectors of 16 lanes, one target per lane, shorter
+targets padded with zero weights (a padded cell adds exactly 0 to every sum and maximum). All the
+per-cell state of a column lives in one buffer at fixed offsets (``_Q*``), so LLVM proves the
+lane loop free of aliasing and turns it into whole-vector (AVX-512 / AVX2) arithmetic, ``y``'s
+recurrence along the row included (each lane carries its own). The arithmetic of a lane is the
+same IEEE operations whatever the other lanes hold (no fast-math), so a target's score does not
+depend on its group, on the batch or on the thread count. ``_forward_many_scalar`` (one target
+at a time, three row passes) is the reference the tests compare with; both are checked against
+the float64 log-space reference and the brute-force enumeration.
 """
 
 from __future__ import annotations
@@ -80,17 +91,131 @@ def _forward_one(X, start, lt, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN20
 
 
 @njit(cache=True, parallel=True)
-def _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN201
+def _forward_many_scalar(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN201
     out = np.empty(len(starts))
     for k in prange(len(starts)):
         out[k] = _forward_one(X, starts[k], lengths[k], qa, qb, tc, td, codes, R)
     return out
 
 
+LANES = 16  # targets per group (one vector of float32 lanes)
+# slots of a column block of the group buffer, LANES floats each
+_QW, _QC, _QD, _QM, _QX, _QY, _QO, _QS, _QT, _QI, _QB = (k * LANES for k in range(11))
+_QL = 11 * LANES
+# W: match weight; C, D: the target's gap factors c_j, d_j; M, X, Y: the states (row i-1 until
+# overwritten by row i); O: row i-1's m + x + y of this column (the next column's diagonal);
+# S, T: running sum of m and running max of m, x, y along the row; I, B: the lane's rescaling
+# factor and begin weight, copied along the row
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: ANN001, ANN201
+    """log Z of the (up to) LANES targets ``gstarts[u]:gstarts[u] + glens[u]`` into ``out``."""
+    lq = X.shape[0]
+    T = 0
+    for u in range(LANES):
+        T = max(T, glens[u])
+    f0 = np.float32(0.0)
+    S = np.zeros((T + 1) * _QL, dtype=np.float32)
+    gidx = np.zeros(T * LANES, dtype=np.uint64)  # column of X of each (j, lane); pad: 0
+    gcode = np.zeros(T * LANES, dtype=np.uint32)  # residue code; pad: R's zero column
+    pad = R.shape[1] - 1
+    for u in range(LANES):
+        s = gstarts[u]
+        n = glens[u]
+        for j in range(T):
+            if j < n:
+                gidx[j * LANES + u] = s + j
+                gcode[j * LANES + u] = codes[s + j]
+                S[j * _QL + (_QL + _QC) + u] = tc[s + j]
+                S[j * _QL + (_QL + _QD) + u] = td[s + j]
+            else:
+                gcode[j * LANES + u] = pad
+    for u in range(LANES):
+        S[_QI + u] = 1.0
+        S[_QB + u] = 1.0
+    E = np.zeros(LANES, dtype=np.int64)  # the row's scale is 2**E (E >= 0)
+    acc = np.ones(LANES, dtype=np.float64)  # Z so far / 2**E (the 1: the empty alignment)
+    for i in range(lq):
+        a = qa[i]
+        b = qb[i]
+        xr = X[i]
+        r = R[i]
+        for jj in range(T):
+            for u in range(LANES):
+                k = jj * LANES + u
+                S[jj * _QL + (_QL + _QW) + u] = xr[gidx[k]] * r[gcode[k]]
+        for jj in range(T):
+            pb = jj * _QL  # column jj (done for row i), base: column jj + 1
+            base = pb + _QL
+            for u in range(LANES):
+                inv = S[pb + _QI + u]
+                beg = S[pb + _QB + u]
+                S[base + _QI + u] = inv
+                S[base + _QB + u] = beg
+                mo = S[base + _QM + u]
+                xo = S[base + _QX + u]
+                yo = S[base + _QY + u]
+                diag = S[pb + _QO + u]
+                S[base + _QO + u] = mo + xo + yo
+                mn = S[base + _QW + u] * (beg + inv * diag)
+                xn = inv * (a * (mo + yo) + b * xo)
+                yn = (S[base + _QC + u] * (S[pb + _QM + u] + S[pb + _QX + u])
+                      + S[base + _QD + u] * S[pb + _QY + u])
+                S[base + _QM + u] = mn
+                S[base + _QX + u] = xn
+                S[base + _QY + u] = yn
+                S[base + _QS + u] = S[pb + _QS + u] + mn
+                t = S[pb + _QT + u]
+                t = mn if mn > t else t
+                t = xn if xn > t else t
+                t = yn if yn > t else t
+                S[base + _QT + u] = t
+        last = T * _QL
+        for u in range(LANES):
+            top = S[last + _QT + u]
+            kk = 0
+            if top > f0:
+                kk = math.frexp(top)[1]  # top * 2**-kk in [0.5, 1)
+                if E[u] + kk < 0:
+                    kk = -E[u]  # never scale up past 1: the begin weight stays <= 1
+            acc[u] = math.ldexp(acc[u] + S[last + _QS + u], -kk)
+            E[u] += kk
+            S[_QI + u] = math.ldexp(1.0, -kk)
+            S[_QB + u] = math.ldexp(1.0, -E[u])
+    ln2 = math.log(2.0)
+    for u in range(LANES):
+        out[u] = math.log(acc[u]) + E[u] * ln2
+
+
+@njit(cache=True, parallel=True)
+def _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN201
+    """All targets, LANES at a time in order of length, the groups in parallel."""
+    nt = len(starts)
+    order = np.argsort(lengths, kind="mergesort")
+    ng = (nt + LANES - 1) // LANES
+    out = np.zeros(nt)
+    for g in prange(ng):
+        gs = np.zeros(LANES, dtype=np.int64)
+        gl = np.zeros(LANES, dtype=np.int64)
+        for u in range(LANES):
+            p = g * LANES + u
+            if p < nt:
+                gs[u] = starts[order[p]]
+                gl[u] = lengths[order[p]]
+        o = np.zeros(LANES)
+        _forward_group(X, gs, gl, qa, qb, tc, td, codes, R, o)
+        for u in range(LANES):
+            p = g * LANES + u
+            if p < nt:
+                out[order[p]] = o[u]
+    return out
+
+
 def local_forward_batch(X: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                         q_open: np.ndarray, q_ext: np.ndarray, t_open: np.ndarray,
                         t_ext: np.ndarray, codes: np.ndarray | None = None,
-                        R: np.ndarray | None = None) -> np.ndarray:
+                        R: np.ndarray | None = None, *, scalar: bool = False) -> np.ndarray:
     """float64 local log-partition of each target block of ``X`` (see the module docstring).
 
     With ``codes`` (N,) (residue codes of the packed targets) and ``R`` (Lq, K) the match weight
@@ -103,7 +228,8 @@ def local_forward_batch(X: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     of k residues costs ``open + k * extend``), ``t_*`` packed like the columns of ``X``.
     ``X`` must be finite and non-negative (not checked here: a pass over it costs as much as
     the DP's first pass). Targets run in parallel over numba's threads; the result does not
-    depend on their number.
+    depend on their number, nor on the other targets of the batch. ``scalar=True`` runs the
+    one-target-at-a-time reference kernel instead of the 16-lane one (tests, benchmarks).
     """
     X = np.ascontiguousarray(X, dtype=np.float32)
     if X.ndim != 2:
@@ -130,7 +256,11 @@ def local_forward_batch(X: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
         raise ValueError("codes must have one entry per column of X, each a column of R")
     qa, qb, tc, td = (np.exp(-v).astype(np.float32) for v in (
         vec[0] + vec[1], vec[1], vec[2] + vec[3], vec[3]))
-    return _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R)
+    if scalar:
+        return _forward_many_scalar(X, starts, lengths, qa, qb, tc, td, codes, R)
+    R0 = np.zeros((lq, R.shape[1] + 1), dtype=np.float32)  # a zero column for padded cells
+    R0[:, :-1] = R
+    return _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R0)
 
 
 __all__ = ["local_forward_batch"]
