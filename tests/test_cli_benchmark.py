@@ -47,7 +47,7 @@ def test_bare_benchmark_defaults_to_alignment_on_bundled_data():
     args = build_parser().parse_args(["benchmark"])
     assert args._benchmark_run is run_alignment
     assert args.data is None and args.methods is None
-    assert args.out == "homalign-benchmark" and args.jobs == 1 and args.max_pairs is None
+    assert args.out == "homalign-benchmark" and args.threads is None and args.max_pairs is None
     methods = default_methods()
     with_db = get_method("learned-homologs").available() is None
     head = ["learned", "learned-homologs", "sw", "nw"] if with_db else ["learned", "sw", "nw"]
@@ -77,12 +77,12 @@ def test_msa_and_db_pass_through(data_dir, tmp_path, monkeypatch):
 
     def recording_align(query, target, **options):
         seen.append(options)
-        return nw.align(query, target, **options)
+        return nw.align(query, target)  # nw itself reads no msa/db
 
     monkeypatch.setitem(METHODS, "recorder", Method("recorder", "profile", "records options",
                                                     recording_align))
     rc = main(["benchmark", "alignment", "--data", str(data_dir), "--methods", "recorder",
-               "--out", str(tmp_path), "--max-pairs", "1", "--no-progress",
+               "--out", str(tmp_path), "--max-pairs", "1", "--no-progress", "-j", "1",
                "--msa", "iterative:2", "--db", "db.fa"])
     assert rc == 0
     assert seen and all(o == {"msa": "iterative:2", "db": "db.fa"} for o in seen)

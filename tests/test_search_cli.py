@@ -82,7 +82,7 @@ def test_search_a3m_and_pair_output(homstrad_fasta, tmp_path, capsys):
     assert main(["search", str(qfile), str(fasta), "--format", "pair", "--max-hits", "2",
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert out.count(f">{q} vs ") == 2
+    assert out.count(f"# {q} (L=") == 2 and "evalue=" in out and "bits=" in out
 
 
 def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from homalign.cli import _common
 from homalign.evaluate import homology
 
 DEFAULT_OUT = "homalign-benchmark"
@@ -70,26 +71,30 @@ def add_alignment_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"output directory (default: ./{DEFAULT_OUT})")
     p.add_argument("--max-pairs", type=_positive, default=None, metavar="N",
                    help="at most N pairs, evenly spaced over the families")
-    p.add_argument("--jobs", type=_positive, default=1, metavar="N",
-                   help="worker processes (default 1)")
+    _common.add_threads(p, "worker processes, each with one thread (1: in this process)",
+                        aliases=("--jobs",))
     p.add_argument("--shift", type=int, default=0, metavar="K",
                    help="count a predicted pair correct within ±K residues (default 0)")
     p.add_argument("--msa", type=_msa_mode, default=None, metavar="single|iterative:N",
                    help="MSA mode passed to profile methods (msa= option)")
     p.add_argument("--db", default=None, metavar="FASTA",
                    help="sequence database passed to profile methods (db= option)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _common.add_progress(p)
 
 
 def run_alignment(args: argparse.Namespace) -> int:
     from homalign.evaluate import bundled_homstrad_dev
     from homalign.evaluate.alignment_benchmark import run_alignment_benchmark
+    from homalign.threads import set_threads
 
     data = args.data if args.data is not None else bundled_homstrad_dev()
     methods = args.methods if args.methods is not None else default_methods()
+    jobs = _common.threads(args)
+    if jobs == 1:
+        set_threads(1)
     run_alignment_benchmark(
-        data, methods, args.out, max_pairs=args.max_pairs, jobs=args.jobs,
-        method_options=method_options(args), progress=not args.no_progress, shift=args.shift,
+        data, methods, args.out, max_pairs=args.max_pairs, jobs=jobs,
+        method_options=method_options(args), progress=_common.progress(args), shift=args.shift,
     )
     print(f"wrote {args.out}/summary.csv, pairs.csv, f1_vs_identity.png")
     return 0

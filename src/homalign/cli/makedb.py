@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from homalign.cli import _common
+
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -13,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                     "prefilter, the learned search's target embeddings and a manifest (format version, SHA-256 of every file). The "
                     "directory is written under a temporary name and renamed when complete.",
     )
-    p.add_argument("fasta", help="protein FASTA file (unique ids)")
+    p.add_argument("fasta", help="protein FASTA file (unique ids; '-': stdin)")
     p.add_argument("outdir", help="database directory to create")
     p.add_argument("-k", type=int, default=3, choices=(2, 3, 4), help="k-mer length (default 3)")
     p.add_argument("--force", action="store_true", help="replace an existing database")
@@ -23,9 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--embedding-dtype", choices=("float16", "float32"), default="float16",
                    help="storage type of the learned target embeddings (default float16: "
                         "scores within 1e-4 relative of float32)")
-    p.add_argument("-j", "--threads", type=int, default=None,
-                   help="threads (default: all cores)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _common.add_threads(p)
+    _common.add_progress(p)
     return p
 
 
@@ -33,10 +34,11 @@ def run(args: argparse.Namespace) -> int:
     from homalign.search import SequenceDB, makedb
     from homalign.threads import set_threads
 
-    set_threads(args.threads)
-    out = makedb(args.fasta, args.outdir, k=args.k, overwrite=args.force,
-                 learned=not args.no_learned, embedding_dtype=args.embedding_dtype,
-                 progress=not args.no_progress and sys.stderr.isatty())
+    set_threads(_common.threads(args))
+    with _common.input_path(args.fasta) as fasta:
+        out = makedb(fasta, args.outdir, k=args.k, overwrite=args.force,
+                     learned=not args.no_learned, embedding_dtype=args.embedding_dtype,
+                     progress=_common.progress(args))
     db = SequenceDB.load(out, verify=False)
     print(f"homalign makedb: {out}: {len(db)} sequences, {db.total_length} residues, "
           f"{db.index.n_postings} {args.k}-mers indexed", file=sys.stderr)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from homalign.cli import _common
+
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
@@ -20,16 +22,26 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=int, default=2, help="search rounds (default 2)")
     p.add_argument("--inclusion-evalue", type=float, default=1e-3,
                    help="E-value to include a hit in the next round's profile (default 1e-3)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _common.add_threads(p, "worker processes", aliases=("--jobs",))
+    _common.add_progress(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from homalign.search.msadb import build_msa_db
+    import os
 
+    from homalign.search.msadb import build_msa_db
+    from homalign.threads import set_threads
+
+    jobs = _common.threads(args)
+    if jobs == 1:
+        set_threads(1)
+    else:  # the worker processes are the parallelism: one thread each (they inherit this)
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                    "NUMBA_NUM_THREADS"):
+            os.environ[var] = "1"
     out = build_msa_db(args.db, args.outdir, args.iterations,
-                       inclusion_evalue=args.inclusion_evalue, jobs=args.jobs,
-                       progress=not args.no_progress)
+                       inclusion_evalue=args.inclusion_evalue, jobs=jobs,
+                       progress=_common.progress(args))
     print(f"homalign makemsa: {out}: complete", file=sys.stderr)
     return 0

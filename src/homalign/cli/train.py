@@ -1,6 +1,6 @@
 """``homalign train``: run a registered model config through the training runtime.
 
-``homalign train --config FILE --logdir DIR [--nproc N] [--steps N] [--max-restarts K]``
+``homalign train --config FILE --logdir DIR [--nproc N] [-j THREADS] [--steps N] [--max-restarts K]``
 
 With ``--nproc 1`` (default) training runs in this process; with ``N > 1`` it launches
 ``python -m torch.distributed.run --standalone --nproc-per-node N -m homalign.train.launch``
@@ -16,6 +16,8 @@ import subprocess
 import sys
 from typing import Any
 
+from homalign.cli import _common
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``train`` sub-command."""
@@ -29,6 +31,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="checkpoints and TensorBoard event files")
     p.add_argument("--nproc", type=int, default=1, metavar="N",
                    help="data-parallel worker processes (torchrun) [1]")
+    _common.add_threads(p, "threads of torch (model and batch preparation; the DataLoader's "
+                           "worker processes stay [train] num_workers), shared out over the "
+                           "--nproc processes")
     p.add_argument("--steps", type=int, default=None, metavar="N",
                    help="train until global step N (overrides [train] steps)")
     p.add_argument("--max-restarts", type=int, default=0, metavar="K",
@@ -55,9 +60,12 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)  # validate before launching anything
     if args.nproc < 1:
         raise ValueError("--nproc must be at least 1")
+    threads = _common.threads(args)
     if args.nproc == 1:
+        from homalign.threads import set_threads
         from homalign.train.launch import train_from_config
 
+        set_threads(threads)
         train_from_config(config, args.logdir, steps=args.steps,
                           echo=lambda m: print(m, flush=True))
         return 0
@@ -65,4 +73,7 @@ def run(args: argparse.Namespace) -> int:
     # worker can then read a dead peer's address (pytorch/pytorch#135712). Give each its own.
     env = dict(os.environ)
     env.setdefault("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1")
+    per_rank = str(max(1, threads // args.nproc))
+    env["HOMALIGN_TORCH_THREADS"] = per_rank  # read by homalign.train.launch
+    env["OMP_NUM_THREADS"] = per_rank
     return subprocess.run(torchrun_command(args), check=False, env=env).returncode

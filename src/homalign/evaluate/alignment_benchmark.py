@@ -13,7 +13,10 @@ atomically into ``out_dir``:
 Parallel runs (``jobs > 1``) use a process pool over (method, pair) tasks and give the same
 scores as ``jobs=1`` (only the timings differ). The pool starts its workers with ``forkserver``
 (safe next to threads of numba/torch in the caller), so a script that calls this with
-``jobs > 1`` needs the usual ``if __name__ == "__main__":`` guard.
+``jobs > 1`` needs the usual ``if __name__ == "__main__":`` guard. Each worker runs with one
+thread in numba, torch, OpenMP and BLAS (:func:`_pin_worker`): ``jobs`` workers with a pool of
+threads each would oversubscribe the cores (on a loaded 2-core machine ``learned`` took 0.6 s a
+pair instead of 4 ms).
 """
 
 from __future__ import annotations
@@ -70,6 +73,28 @@ def _warm_up(method: str, options: dict) -> None:
         t = Sequence("warmup_t", _WARMUP_RESIDUES[5:70])
         get_method(method).align(q, t, **options)
         _WARM.add(method)
+
+
+def _pin_worker() -> None:
+    """Pool initializer: one thread for everything that computes in this worker (the pool is
+    the parallelism); the environment too, for libraries that read it when they load."""
+    import os
+
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
+        os.environ[var] = "1"
+    from homalign.threads import set_threads
+
+    set_threads(1)
+
+
+def options_for(method: str, options: dict) -> dict:
+    """The ``options`` that ``method`` declares (the benchmark's ``--msa``/``--db`` are for the
+    profile methods; a method that does not read them is run without them)."""
+    from homalign.methods import get_method
+
+    names = get_method(method).option_names
+    return dict(options) if names is None else {k: v for k, v in options.items() if k in names}
 
 
 def _align_pair(method: str, ref: ReferencePair, options: dict, shift: int
@@ -156,8 +181,9 @@ def run_alignment_benchmark(
             ``f1_vs_identity.png``.
         max_pairs: at most this many pairs (evenly spaced over the family-sorted list).
         jobs: worker processes (1: run in this process).
-        method_options: keyword options passed to every method's ``align`` (methods ignore the
-            ones they do not know), e.g. ``{"msa": "single", "db": "db.fa"}``.
+        method_options: keyword options for the methods' ``align``, each method getting those
+            it declares, e.g. ``{"msa": "single", "db": "db.fa"}``; one that no chosen method
+            declares is an error.
         progress: a tqdm progress bar on stderr.
         shift: shift tolerance of the correctness count (0: exact pairs).
         echo: print the summary table to stdout.
@@ -177,6 +203,12 @@ def run_alignment_benchmark(
             runnable.append(name)
         else:
             print(f"homalign benchmark: skipping {name}: {reason}", file=sys.stderr)
+    unread = [k for k in options if not any(k in options_for(n, {k: None}) for n in methods)]
+    if unread:
+        from homalign.methods import OptionError
+
+        raise OptionError(f"no method of {', '.join(methods)} reads the option(s) "
+                          f"{', '.join(unread)}")
     refs = select_pairs(load_reference_pairs(data_dir), max_pairs)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -189,12 +221,14 @@ def run_alignment_benchmark(
         if jobs == 1:
             for t, (name, k) in enumerate(tasks):
                 bar.set_postfix_str(name, refresh=False)
-                results[t] = _align_pair(name, refs[k], options, shift)
+                results[t] = _align_pair(name, refs[k], options_for(name, options), shift)
                 bar.update()
         else:
             ctx = multiprocessing.get_context("forkserver")
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                futures = {pool.submit(_align_pair, name, refs[k], options, shift): t
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                     initializer=_pin_worker) as pool:
+                futures = {pool.submit(_align_pair, name, refs[k], options_for(name, options),
+                                       shift): t
                            for t, (name, k) in enumerate(tasks)}
                 try:
                     for fut in as_completed(futures):

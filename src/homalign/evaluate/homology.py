@@ -676,6 +676,12 @@ def plot_cumulative(per_query_rows: Sequence[dict[str, Any]], path: Path, *,
 # Command line (``homalign benchmark homology``)
 # ---------------------------------------------------------------------------------------------
 
+def _threads(n: int | None) -> int:
+    from homalign.threads import available_cores
+
+    return available_cores() if n is None else n
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``homalign benchmark homology``."""
     p.add_argument("--db", required=True, metavar="FASTA",
@@ -694,7 +700,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ranking depth per query, also the peers' max target count (2000)")
     p.add_argument("--limit", type=int, default=None, metavar="N",
                    help="use N queries evenly spaced over the list (a documented subset)")
-    p.add_argument("--threads", type=int, default=2, help="peer program threads (default 2)")
+    p.add_argument("-j", "--threads", type=int, default=None,
+                   help="threads of homalign's methods and of the peer programs, the same "
+                        "count (default: all cores)")
     p.add_argument("--peer-evalue", type=float, default=10.0,
                    help="peers' reporting E-value threshold (default 10)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -712,7 +720,7 @@ def run_cli(args: argparse.Namespace) -> int:
         if "@" in m:
             parse_iterative_name(m)
     run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
-                  max_hits=args.max_hits, threads=args.threads, limit=args.limit,
-                  progress=not args.no_progress, peer_evalue=args.peer_evalue,
+                  max_hits=args.max_hits, threads=_threads(args.threads), limit=args.limit,
+                  progress=not args.no_progress and sys.stderr.isatty(), peer_evalue=args.peer_evalue,
                   target_msa=args.target_msa)
     return 0

@@ -1,0 +1,149 @@
+"""Strict options: every registered method declares its options in one place, and an option it
+does not declare (a misspelling, or one this method ignores) is an error naming the valid ones."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import homalign
+from homalign.cli import build_parser, main
+from homalign.errors import InputError
+from homalign.methods import METHODS, Option, OptionError, get_method, method_names
+from homalign.methods import learned as learned_mod
+from homalign.methods import peers as peers_mod
+from homalign.methods import profile as profile_mod
+from homalign.methods import sequence as sequence_mod
+
+Q = "HEAGAWGHEEMKVLAAGIVGKLRTAY"
+T = "PAWHEAEMKVLAGGIVGRLRTAW"
+ALL = method_names()
+
+
+def _all_option_names() -> set[str]:
+    return {o.name for n in ALL for o in get_method(n).options}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_method_declares_its_options(name):
+    m = get_method(name)
+    assert m.options is not None, f"{name} declares no options"
+    for o in m.options:
+        assert isinstance(o, Option) and o.name.isidentifier() and o.help, (name, o)
+    assert set(m.defaults) <= set(m.option_names), (name, m.defaults)
+    for o in m.options:  # every declared default is the method's default
+        if o.default is not None and o.name in m.defaults:
+            assert m.defaults[o.name] == o.default
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_misspelt_option_is_an_error_naming_the_valid_ones(name):
+    with pytest.raises(OptionError) as err:
+        homalign.align(Q, T, method=name, gap_opn=5)
+    text = str(err.value)
+    assert "gap_opn" in text and repr(name) in text
+    for o in get_method(name).options:
+        assert o.name in text
+    assert isinstance(err.value, InputError) and isinstance(err.value, TypeError)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_option_of_another_method_is_an_error(name):
+    mine = set(get_method(name).option_names)
+    other = sorted(_all_option_names() - mine)[0]
+    with pytest.raises(OptionError, match=f"no option '{other}'"):
+        homalign.align(Q, T, method=name, **{other: 1})
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_wrong_type_is_an_error(name):
+    typed = [o for o in get_method(name).options
+             if o.type in (float, int) and o.choices is None and o.api_types == ()]
+    assert typed, f"{name} has no numeric option"
+    with pytest.raises(OptionError, match=typed[0].name):
+        homalign.align(Q, T, method=name, **{typed[0].name: "five"})
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if get_method(n).score is not None])
+def test_registry_checks_score_and_prepare_keywords(name):
+    """The registered score/prepare (what search calls per target) check too, before any work."""
+    m = METHODS[name]
+    with pytest.raises(OptionError):
+        m.score(None, None, bogus=1)
+    with pytest.raises(OptionError):
+        m.prepare(homalign.Sequence("q", Q), role="query", bogus=1)
+
+
+def test_choices_are_checked():
+    with pytest.raises(OptionError, match="decode"):
+        homalign.align(Q, T, method="learned", decode="fast")
+
+
+def test_sw_gap_open_changes_the_score_and_the_typo_does_not_run():
+    default = homalign.align(Q, T, method="sw").score
+    assert homalign.align(Q, T, method="sw", gap_open=5).score != default
+    with pytest.raises(OptionError, match="did you mean 'gap_open'"):
+        homalign.align(Q, T, method="sw", gap_opn=5)
+
+
+def test_learned_rejects_sequence_options():
+    with pytest.raises(OptionError, match="'gap_open'"):
+        homalign.align(Q, T, method="learned", gap_open=5)
+
+
+def test_search_rejects_unknown_keywords(tmp_path):
+    db = tmp_path / "db.fa"
+    db.write_text(f">a\n{Q}\n>b\n{T}\n")
+    with pytest.raises(OptionError, match="did you mean 'evalue'"):
+        homalign.search(Q, str(db), evalu=1e-3)
+    with pytest.raises(OptionError, match="threshold"):
+        homalign.search(Q, str(db), method="sw", threshold=0.5)
+    hits = homalign.search(Q, str(db), evalue=1e-3)
+    assert hits and hits[0].target_id == "a"
+
+
+def test_score_functions_have_no_catch_all():
+    fns = [sequence_mod._scorer("local"), profile_mod.score_pssm,
+           profile_mod.score_profile_profile, profile_mod.score_hhm, peers_mod.blastp_align,
+           peers_mod.phmmer_align, peers_mod.mmseqs_align, learned_mod._align,
+           learned_mod._align_prepared]
+    for fn in fns:
+        kinds = {p.kind for p in inspect.signature(fn).parameters.values()}
+        assert inspect.Parameter.VAR_KEYWORD not in kinds, fn.__name__
+
+
+def _help(verb: str) -> str:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sub.choices[verb].format_help()
+
+
+@pytest.mark.parametrize("verb", ["align", "search"])
+def test_cli_flags_come_from_the_declarations(verb):
+    text = _help(verb)
+    skip = {"evalue", "target_msa", "db"} if verb == "search" else set()
+    for name in ALL:
+        for o in get_method(name).options:
+            if o.cli and o.name not in skip:
+                assert o.flag in text, (verb, name, o.flag)
+
+
+def test_cli_option_the_method_ignores_is_an_error(tmp_path, capsys):
+    q, t = tmp_path / "q.fa", tmp_path / "t.fa"
+    q.write_text(f">q\n{Q}\n")
+    t.write_text(f">t\n{T}\n")
+    assert main(["align", str(q), str(t), "--method", "learned", "--gap-open", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "--gap-open" in err and "--threshold" in err
+    assert main(["align", str(q), str(t), "--method", "sw", "--gap-open", "5",
+                 "--format", "json"]) == 0
+
+
+def test_cli_flags_are_not_abbreviated(tmp_path, capsys):
+    q = tmp_path / "q.fa"
+    q.write_text(f">q\n{Q}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["search", str(q), str(q), "--evalu", "1e-3"])
+    assert exc.value.code == 2
+    assert "--evalu" in capsys.readouterr().err
