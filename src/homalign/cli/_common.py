@@ -126,10 +126,10 @@ def add_method_options(p: argparse.ArgumentParser, skip: Iterable[str] = ()) -> 
                              "not read is an error")
     for oname, users in seen.items():
         o = first[oname]
-        defaults = {repr(d) for _, d in users if d is not None}
+        defaults = {d for _, d in users if d is not None}  # 11 and 11.0 are one default
         who = ", ".join(n for n, _ in users)
         text = o.help + f" [{who}"
-        if len(defaults) == 1:
+        if len(defaults) == 1 and all(d is not None for _, d in users):
             text += f"; default {next(iter(defaults))}"
         text += "]"
         text = text.replace("%", "%%")
