@@ -1,12 +1,11 @@
 """The learned aligner trains through the runtime: `homalign train --config ... --logdir ...`."""
 
 import shutil
-import tomllib
 from pathlib import Path
 
 from homalign.cli import main
 from homalign.evaluate import bundled_homstrad_dev
-from homalign.train.config import get_model_factory, load_config
+from homalign.train.config import get_model_factory, load_config, tomllib
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "aligner.toml"
 

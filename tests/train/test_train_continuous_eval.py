@@ -36,7 +36,7 @@ cfg.register_model(TOY_EVAL, _toy_with_eval, replace=True)
 
 
 def _config(eval_table: str, steps: int = 6, model: str = TOY_EVAL) -> cfg.TrainConfig:
-    import tomllib
+    from homalign.train.config import tomllib
 
     text = (f'model = "{model}"\nseed = 0\n[model_args]\nhidden = 8\n'
             f"[train]\nsteps = {steps}\nbatch_size = 16\nlr = 0.05\nsave_model_steps = 2\n"

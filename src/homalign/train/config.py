@@ -32,7 +32,7 @@ import dataclasses
 import importlib
 import math
 import os
-import tomllib
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,11 @@ import torch
 
 from homalign.errors import InputError
 from homalign.train.task import TrainTask
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package (a dependency there)
+    import tomli as tomllib
 
 ModelFactory = Callable[..., TrainTask]
 
