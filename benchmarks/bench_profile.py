@@ -16,7 +16,7 @@ directory, so that a benchmark run with ``--msa iterative:N --db ...`` finds the
 same MSAs (``--msa iterative:N``: hhalign gets the A3M files our methods read, via
 :func:`homalign.profile.sources.a3m_path`), mean F1 / S_dev / S_mod over all and twilight pairs.
 ``iterative``: one query of length ~300 searched iteratively against the 11,487-sequence
-database with :func:`homalign.search.iterative.build_msa` and with ``jackhmmer -N``
+database with :func:`homalign.search.msa_build.build_msa` and with ``jackhmmer -N``
 (both single-threaded; E-value inclusion 1e-3), reporting wall time and MSA size.
 """
 
@@ -60,12 +60,12 @@ def bench_pairs(n_pairs: int, msa: str) -> None:
 
 
 def bench_iterative(iterations: int, query_id: str | None) -> None:
-    from homalign.search.iterative import _open_db, build_msa
+    from homalign.search.msa_build import build_msa, cached_database
 
     seqs = _sequences(295, 305)
     query = next((s for s in seqs if s.id == query_id), seqs[0]) if query_id else seqs[0]
     t0 = time.perf_counter()
-    db = _open_db(DB)
+    db = cached_database(DB)
     t_db = time.perf_counter() - t0
     build_msa(query, db, 1)  # warm-up: JIT compilation, E-value parameters
     t0 = time.perf_counter()

@@ -8,11 +8,11 @@ import pytest
 
 import homalign
 from homalign.cli import main
-from homalign.methods.learned import find_homologs
 from homalign.model import load_bundled
 from homalign.model.consistency import CONSISTENCY_THRESHOLD, consistency_transform
 from homalign.model.decode import mea_align, posterior_matrix
 from homalign.search import SequenceDB
+from homalign.search.homologs import find_homologs
 from homalign.sequence import Sequence
 from proteins import mutate, random_protein
 

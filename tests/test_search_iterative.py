@@ -10,7 +10,7 @@ from homalign.alignment import Alignment
 from homalign.io import read_a3m
 from homalign.methods import get_method
 from homalign.profile import Profile
-from homalign.search.iterative import a3m_row, build_msa, cache_dir, cached_msa
+from homalign.search.msa_build import a3m_row, build_msa, cache_dir, cached_msa
 from homalign.sequence import Sequence
 
 QUERY = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAE")
@@ -83,7 +83,7 @@ def test_a3m_path_names_the_msa_behind_a_profile(tmp_path, monkeypatch):
     (tmp_path / "q.a3m").write_text(f">q\n{QUERY.residues}\n")
     assert a3m_path(QUERY, msa=str(tmp_path)) == tmp_path / "q.a3m"
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
-    import homalign.search.iterative as it
+    import homalign.search.msa_build as it
 
     dbfile = tmp_path / "db.fa"
     dbfile.write_text("".join(f">{s.id}\n{s.residues}\n" for s in FAMILY + NOISE))

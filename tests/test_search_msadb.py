@@ -272,7 +272,8 @@ def test_neighbour_support_lifts_targets_whose_msa_neighbours_were_found(tmp_pat
 def test_query_msa_from_other_sequences_searches_only_the_database(tmp_path, monkeypatch):
     """``msa_db=``: the query's MSA comes from a larger sequence set (HHblits: UniRef), the search
     and its hits stay in ``db``."""
-    from homalign.search.iterative import build_msa, iterative_search
+    from homalign.search.iterative import iterative_search
+    from homalign.search.msa_build import build_msa
 
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
     db = SequenceDB.from_sequences([FAMILY[0], FAMILY[2], *NOISE])

@@ -7,7 +7,7 @@ of the same targets:
 
 1. ``learned``: the learned search (round-1 hit lists are shared with
    ``benchmarks/research/learned_profile_tune.py``'s cache format and reused when ``--round1`` names one);
-2. ``pssm-N``: homalign's own PSI-BLAST-class search — :func:`homalign.search.iterative.build_msa`
+2. ``pssm-N``: homalign's own PSI-BLAST-class search — :func:`homalign.search.msa_build.build_msa`
    for ``--iterations - 1`` rounds, then the whole prefilter list ranked by the last profile
    (what ``psiblast -num_iterations N`` reports);
 3. ``learned-msa``: the learned search with a *learned profile* of that MSA's members
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
-    from homalign.search.iterative import build_msa
+    from homalign.search.msa_build import build_msa
     from homalign.stats import karlin_altschul
 
     ts = train_fold_tuning_set(args.queries, args.heldout)

@@ -35,7 +35,8 @@ from homalign.methods.profile import ProteinRep
 from homalign.profile.profile import Profile
 from homalign.search import Hit, fuse_hits, search
 from homalign.search.engine import TargetReps
-from homalign.search.iterative import PROFILE_DB_OPTIONS, _msa_db_round, _open_db
+from homalign.search.iterative import PROFILE_DB_OPTIONS, msa_db_round
+from homalign.search.msa_build import cached_database
 from homalign.search.msadb import graph_candidates, msa_filename, neighbour_support
 from homalign.search.prefilter import prefilter
 from homalign.stats import karlin_altschul
@@ -52,7 +53,7 @@ def read_hits(path: Path) -> dict[str, list[str]]:
 
 
 def extend(args: argparse.Namespace) -> None:
-    db = _open_db(str(args.db))
+    db = cached_database(str(args.db))
     hits = read_hits(args.hits)
     learned = get_method("learned")
     reps = TargetReps(learned, db, dict(learned.defaults))
@@ -85,7 +86,7 @@ def extend(args: argparse.Namespace) -> None:
                             gap_open=11.0, gap_extend=1.0)
                 rows = [(h.target_id, -math.log(max(h.evalue, 1e-300)), h.evalue) for h in hs]
             else:
-                hs, _ = _msa_db_round(qseq, db, msa, extra, args.msadb)
+                hs, _ = msa_db_round(qseq, db, msa, extra, args.msadb)
                 rows = [(h.target_id, h.score, h.evalue) for h in hs]
             for t, s, e in rows:
                 fh.write(f"{q}\t{t}\t{s:.6g}\t{e:.4g}\n")
@@ -97,7 +98,7 @@ def extend(args: argparse.Namespace) -> None:
 def verify(args: argparse.Namespace) -> None:
     from homalign.search.iterative import iterative_search
 
-    db = _open_db(str(args.db))
+    db = cached_database(str(args.db))
     lists = [read_hits(p) for p in args.lists]
     queries = list(lists[0])[:: max(len(lists[0]) // args.verify, 1)][: args.verify]
     for q in queries:

@@ -52,12 +52,13 @@ def lists(args: argparse.Namespace) -> None:
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
     from homalign.search import search
-    from homalign.search.iterative import _msa_db_round, _open_db, build_msa
+    from homalign.search.iterative import msa_db_round
+    from homalign.search.msa_build import build_msa, cached_database
     from homalign.search.msadb import graph_candidates
     from homalign.stats import karlin_altschul
 
-    db = _open_db(str(args.db))
-    source = _open_db(str(args.msa_db)) if args.msa_db else db
+    db = cached_database(str(args.db))
+    source = cached_database(str(args.msa_db)) if args.msa_db else db
     have: dict[str, set[str]] = {}
     with open(args.hits) as fh:
         for line in fh:
@@ -74,7 +75,7 @@ def lists(args: argparse.Namespace) -> None:
             cand = np.union1d(np.array(sorted(db.index_of(t) for t in targets), dtype=np.int64),
                               graph_candidates(q, list(msa.ids), args.msadb, db))
             cand = cand[cand != db.index_of(q)]
-            hits, _ = _msa_db_round(qseq, db, msa, cand, args.msadb)
+            hits, _ = msa_db_round(qseq, db, msa, cand, args.msadb)
             fh.writelines(f"{q}\t{h.target_id}\t{h.score:.6g}\t{h.evalue:.4g}\n" for h in hits)
             rep = ProteinRep(qseq, source=Profile.from_msa(msa, pseudocounts="matrix",
                                                            matrix="BLOSUM62"))

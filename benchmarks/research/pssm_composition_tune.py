@@ -31,7 +31,7 @@ from homalign.methods.profile import ProteinRep
 from homalign.profile.profile import Profile
 from homalign.search import search
 from homalign.search.database import SequenceDB
-from homalign.search.iterative import build_msa
+from homalign.search.msa_build import build_msa
 from homalign.stats import karlin_altschul
 
 GRID = np.linspace(0.01, 1.2, 600)

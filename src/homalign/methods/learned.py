@@ -152,54 +152,6 @@ def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
 MAX_HOMOLOGS = 4
 HOMOLOG_EVALUE = 1e-3
 HOMOLOG_FLANK = 30
-# (database object, homologues): the object is kept so that an id() reused by a new database
-# after the old one was freed can never return the old one's hits
-_HOMOLOG_CACHE: dict[tuple, tuple[Any, list[Sequence]]] = {}
-_DB_CACHE: dict[str, Any] = {}
-
-
-def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
-                  evalue: float = HOMOLOG_EVALUE, flank: int = HOMOLOG_FLANK) -> list[Sequence]:
-    """The regions of ``seq``'s best Smith-Waterman/BLOSUM62 hits in ``db`` (a
-    ``SequenceDB``, a FASTA file or a makedb directory) with E-value below ``evalue``: each hit's
-    aligned span plus ``flank`` residues either side, at most ``max_homologs``, distinct, best
-    first, none identical to ``seq``. Cached per database and sequence within the process."""
-    from homalign.search import open_database, search
-
-    if max_homologs < 0:
-        raise ValueError(f"max_homologs must be >= 0, got {max_homologs}")
-    if flank < 0:
-        raise ValueError(f"flank must be >= 0, got {flank}")
-    if not hasattr(db, "codes"):
-        key_db = str(db)
-        if key_db not in _DB_CACHE:
-            _DB_CACHE[key_db] = open_database(key_db)
-        db = _DB_CACHE[key_db]
-    key = (id(db), seq.residues, max_homologs, float(evalue), flank)
-    cached = _HOMOLOG_CACHE.get(key)
-    if cached is None or cached[0] is not db:
-        out: list[Sequence] = []
-        if max_homologs > 0:
-            hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10))
-            for h in hits:
-                if h.alignment is None or len(h.alignment.pairs) == 0:
-                    continue
-                j = h.alignment.pairs[:, 1]
-                lo, hi = max(0, int(j.min()) - flank), int(j.max()) + 1 + flank
-                region = h.alignment.target[lo:hi]
-                if region == seq.residues or any(region == z.residues for z in out):
-                    continue
-                out.append(Sequence(f"{h.target_id}/{lo + 1}-{min(hi, len(h.alignment.target))}",
-                                    region))
-                if len(out) == max_homologs:
-                    break
-        if len(_HOMOLOG_CACHE) > 4096:
-            _HOMOLOG_CACHE.clear()
-        _HOMOLOG_CACHE[key] = (db, out)
-        return out
-    return cached[1]
-
-
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
            decode: str = "mea", mode: str | None = None, target_ss: str | None = None,
            target_acc: str | None = None, homologs: Any = None,
@@ -331,6 +283,9 @@ def consistent_posterior(model: Any, query: Sequence, target: Sequence, db: Any,
     if P is None:
         P = _cached_posterior(model, mode, query, e_q, target, e_t)
     inter: list[Sequence] = []
+    from homalign.database_search import current
+
+    find_homologs = current().find_homologs
     for z in (find_homologs(query, db, max_homologs, evalue)
               + find_homologs(target, db, max_homologs, evalue)):
         if all(z.residues != w.residues for w in inter):

@@ -311,10 +311,10 @@ def _hmmer_model(seq: Sequence, kind: str, arg: str):
     if kind == "file":
         msa = read_msa_file(arg)
     elif kind == "iterative":
-        from homalign.search.iterative import cached_msa
+        from homalign.database_search import current
 
         n, db, inc = arg.split("|")
-        msa = cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
+        msa = current().cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
     else:
         raise ValueError("the hmm method cannot use an HH-suite .hhm; pass an MSA or a .hmm")
     return build_hmm(seq, msa)

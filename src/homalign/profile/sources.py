@@ -2,7 +2,8 @@
 
 * ``msa="single"`` (default): the sequence alone, with pseudocounts.
 * ``msa="iterative"`` or ``"iterative:N"`` with ``db=FASTA``: N (default 3) rounds of
-  :func:`homalign.search.iterative.build_msa`, cached on disk.
+  :func:`homalign.search.msa_build.build_msa`, cached on disk (reached through
+  :mod:`homalign.database_search`: the profile layer may not import the search engine).
 * ``msa=DIRECTORY``: ``DIRECTORY/<sequence id>.a3m`` (or ``.fa``, ``.fasta``, ``.afa``, ``.sto``,
   ``.hhm``), so a benchmark can hand the same precomputed MSAs to every method and peer.
 * ``query_msa=PATH`` / ``target_msa=PATH`` (A3M, aligned FASTA or Stockholm, chosen by suffix,
@@ -110,10 +111,10 @@ def _cached(kind: str, arg: str, seq: Sequence, opts: tuple[tuple[str, Any], ...
         _check_query(seq, prof.query, arg)
         return prof
     if kind == "iterative":
-        from homalign.search.iterative import cached_msa
+        from homalign.database_search import current
 
         n, db, inc = arg.split("|")
-        msa = cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
+        msa = current().cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
         return Profile.from_msa(msa, **options)
     raise AssertionError(kind)
 
@@ -133,9 +134,8 @@ def a3m_path(seq: Sequence, role: str | None = None, **options: Any) -> Path | N
     if kind in ("file", "hhm"):
         return Path(arg)
     if kind == "iterative":
-        from homalign.search.iterative import cache_dir, cache_key, cached_msa
+        from homalign.database_search import current
 
         n, db, inc = arg.split("|")
-        cached_msa(seq, db, int(n), inclusion_evalue=float(inc))
-        return cache_dir() / f"{cache_key(seq, db, int(n), float(inc))}.a3m"
+        return current().cached_msa_path(seq, db, int(n), inclusion_evalue=float(inc))
     return None

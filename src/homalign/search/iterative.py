@@ -1,24 +1,7 @@
-"""Iterative search to build an MSA (PSI-BLAST / jackhmmer style).
-
-:func:`build_msa` starts from the query's one-sequence profile and, for ``iterations`` rounds,
-searches the database with the current profile (the ``pssm`` method through
-:func:`homalign.search.search`, the profile passed as ``query_rep``), keeps the hits with
-E-value ≤ ``inclusion_evalue`` (default 1e-3, PSI-BLAST's and jackhmmer's inclusion threshold),
-writes each hit's alignment to the profile as an A3M row (aligned residues in the query's
-columns, target residues between two aligned pairs as lowercase inserts, unaligned flanks
-left out), and rebuilds the profile from the new MSA. It stops early when a round includes no
-new sequence. E-values use BLAST's published Karlin–Altschul parameters of the matrix and gap
-costs, as PSI-BLAST does for PSSMs scaled to the matrix's lambda. Each round the search's k-mer
-prefilter passes at most ``max_candidates`` (300, about 2.6% of the 11,487-sequence ASTRAL set,
-comparable to the ~2% HMMER's MSV filter passes) targets, ranked by ungapped diagonal score, to
-the full DP.
-
-:func:`cached_msa` memoises MSAs on disk as A3M under ``$HOMALIGN_CACHE/msa`` (default
-``~/.cache/homalign/msa``), keyed by a hash of the sequence, the database (path, size, mtime),
-the number of iterations and the inclusion threshold.
+"""PSI-BLAST-class iterative search of one query against a database.
 
 :func:`iterative_search` is the PSI-BLAST-class search itself: ``iterations - 1`` rounds of
-:func:`build_msa`, then the last MSA's profile ranks the prefilter candidates (what ``psiblast
+:func:`homalign.search.msa_build.build_msa`, then the last MSA's profile ranks the prefilter candidates (what ``psiblast
 -num_iterations N`` reports). With another ``method`` (e.g. ``learned``), that method's search and
 the PSSM round rank the *same* candidates and each target's E-value is their weighted geometric
 mean (:func:`homalign.search.fuse_hits`; weight :data:`DEFAULT_FUSION_WEIGHT` on the method):
@@ -27,21 +10,20 @@ the learned scores and the query's family profile see different evidence (docs/l
 
 from __future__ import annotations
 
-import hashlib
 import os
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from homalign.alignment import Alignment
 from homalign.profile.profile import Profile
+from homalign.search.msa_build import (
+    DEFAULT_INCLUSION_EVALUE,
+    DEFAULT_MAX_CANDIDATES,
+    build_msa,
+    cached_database,
+)
 from homalign.sequence import Sequence
 
-DEFAULT_INCLUSION_EVALUE = 1e-3
-DEFAULT_MAX_HITS = 500
-DEFAULT_MAX_CANDIDATES = 300  # targets per round that pass the k-mer prefilter to the full DP
 DEFAULT_FUSION_WEIGHT = 0.5  # weight of the method's ln E against the PSSM round's (held-out tuned)
 # (method, PSSM round, MSA-database round) weights of ln E with target_msa (held-out tuned)
 MSADB_FUSION_WEIGHTS = (0.25, 0.25, 0.5)
@@ -51,92 +33,6 @@ PROFILE_DB_METHOD = "hhm"  # scores the query MSA against the database MSAs (HHs
 # train-fold queries (docs/learned.md); the method's "auto" shift is for single sequences.
 PROFILE_DB_OPTIONS = {"hh_shift": -0.03}
 PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
-
-
-def a3m_row(aln: Alignment, query_length: int) -> tuple[str, list[str]]:
-    """(row over the query's columns, insert strings per slot) of one pairwise alignment."""
-    row = np.full(query_length, "-", dtype="<U1")
-    inserts = [""] * (query_length + 1)
-    pairs = aln.pairs
-    if len(pairs) == 0:
-        return "".join(row), inserts
-    t = aln.target
-    row[pairs[:, 0]] = [t[j] for j in pairs[:, 1]]
-    for (_, j0), (i1, j1) in zip(pairs[:-1], pairs[1:], strict=True):
-        if j1 > j0 + 1:
-            inserts[int(i1)] = t[int(j0) + 1 : int(j1)].lower()
-    return "".join(row), inserts
-
-
-def msa_from_alignments(query: Sequence, alignments: list[Alignment]):
-    """An ``homalign.io.MSA`` (A3M insertions kept) of the query and its aligned hits."""
-    from homalign.io import MSA
-
-    L = len(query)
-    ids, rows, ins = [query.id], [query.residues], [[""] * (L + 1)]
-    for aln in alignments:
-        row, inserts = a3m_row(aln, L)
-        ids.append(aln.target_id)
-        rows.append(row)
-        ins.append(inserts)
-    return MSA(ids, rows, insertions=ins)
-
-
-@lru_cache(maxsize=4)
-def _open_db(path: str):
-    from homalign.search import open_database
-
-    return open_database(path)
-
-
-def build_msa(
-    query: Sequence,
-    db: Any,
-    iterations: int = 3,
-    *,
-    inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE,
-    max_hits: int = DEFAULT_MAX_HITS,
-    prefilter: bool = True,
-    max_candidates: int = DEFAULT_MAX_CANDIDATES,
-    matrix: str = "BLOSUM62",
-    gap_open: float = 11.0,
-    gap_extend: float = 1.0,
-    pseudocounts: str = "matrix",
-    search_fn: Any = None,
-):
-    """Search ``db`` iteratively with a profile of ``query``; returns the final MSA.
-
-    ``db`` is a ``homalign.search.SequenceDB`` or a path (FASTA or makedb directory).
-    ``search_fn`` replaces :func:`homalign.search.search` (same signature; for tests).
-    """
-    from homalign.methods.profile import ProteinRep
-    from homalign.stats import karlin_altschul
-
-    if iterations < 1:
-        raise ValueError("iterations must be at least 1")
-    if search_fn is None:
-        from homalign.search import search as search_fn
-    if isinstance(db, (str, os.PathLike)):
-        db = _open_db(str(db))
-    params = karlin_altschul(matrix, gap_open, gap_extend)
-    profile = Profile.from_sequence(query, pseudocounts=pseudocounts, matrix=matrix)
-    msa = msa_from_alignments(query, [])
-    included: set[str] = set()
-    for _ in range(iterations):
-        rep = ProteinRep(query, source=profile)
-        hits = search_fn(query, db, method="pssm", evalue=inclusion_evalue, max_hits=max_hits,
-                         prefilter=prefilter, prefilter_options={"max_seqs": max_candidates},
-                         query_rep=rep, params=params, matrix=matrix,
-                         gap_open=gap_open, gap_extend=gap_extend)
-        alns = [h.alignment for h in hits
-                if h.alignment is not None and h.target_id != query.id and h.alignment.length]
-        ids = {a.target_id for a in alns}
-        msa = msa_from_alignments(query, alns)
-        if ids <= included:
-            break
-        included |= ids
-        profile = Profile.from_msa(msa, pseudocounts=pseudocounts, matrix=matrix)
-    return msa
 
 
 def iterative_search(
@@ -194,7 +90,8 @@ def iterative_search(
     import math
 
     from homalign.methods.profile import ProteinRep
-    from homalign.search import fuse_hits, search
+    from homalign.search.engine import search
+    from homalign.search.hits import fuse_hits
     from homalign.search.prefilter import prefilter as run_prefilter
     from homalign.sequence import as_sequence
     from homalign.stats import karlin_altschul
@@ -207,11 +104,11 @@ def iterative_search(
         raise ValueError(f"fusion_weight must be in [0, 1], got {fusion_weight}")
     query = as_sequence(query, "query")
     if isinstance(db, (str, os.PathLike)):
-        db = _open_db(str(db))
+        db = cached_database(str(db))
     if msa_db is None:
         msa_db = db
     elif isinstance(msa_db, (str, os.PathLike)):
-        msa_db = _open_db(str(msa_db))
+        msa_db = cached_database(str(msa_db))
     if iterations > 1:
         msa = build_msa(query, msa_db, iterations - 1, inclusion_evalue=inclusion_evalue,
                         prefilter=prefilter, max_candidates=max_candidates, matrix=matrix,
@@ -243,7 +140,7 @@ def iterative_search(
             raise ValueError(f"neighbour_support must be >= 0, got {neighbour_support}")
         members = list(msa.ids) if iterations > 1 else [query.id]
         cand = np.union1d(cand, graph_candidates(query.id, members, target_msa, db))
-        profile_hits, (qrep, reps) = _msa_db_round(query, db, msa if iterations > 1 else None,
+        profile_hits, (qrep, reps) = msa_db_round(query, db, msa if iterations > 1 else None,
                                                    cand, target_msa)
         if hhblits:
             return _finish(query, db, support(profile_hits, query.id, target_msa, nb_weight),
@@ -289,7 +186,7 @@ def calibrated_hits(hits: list, ranking: str, query_length: int, db: Any) -> lis
     return hits
 
 
-def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
+def msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
                   target_msa: str | os.PathLike) -> tuple[list, tuple[Any, Any]]:
     """(hits, (query representation, target representations)) of the query's MSA (None: its
     sequence alone) against the candidates' own MSAs, the query left out of every target's MSA
@@ -298,7 +195,7 @@ def _msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
 
     from homalign.methods import get_method
     from homalign.methods.profile import ProteinRep
-    from homalign.search import search
+    from homalign.search.engine import search
     from homalign.search.msadb import LeaveQueryOut
 
     shared, params = _msa_db_state(str(target_msa), db)
@@ -323,7 +220,7 @@ def _msa_db_state(target_msa: str, db: Any) -> tuple[Any, Any]:
     """(prepared target profiles, null law) of an MSA database, checked against ``db`` and set
     up once, then shared by the queries of one process."""
     from homalign.methods import get_method
-    from homalign.search import TargetReps
+    from homalign.search.engine import TargetReps
     from homalign.search.msadb import null_params, open_msa_db
 
     key = (target_msa, id(db))
@@ -342,7 +239,7 @@ def _finish(query: Sequence, db: Any, hits: list, evalue: float, max_hits: int |
     """Threshold and cut a ranked hit list, then trace the kept hits back with ``method``."""
     import math
 
-    from homalign.search import search
+    from homalign.search.engine import search
 
     fused = [h for h in hits if h.evalue <= evalue][:max_hits]
     if not traceback or not fused:
@@ -355,31 +252,3 @@ def _finish(query: Sequence, db: Any, hits: list, evalue: float, max_hits: int |
         h.alignment = alns[h.target_index]
         h.alignment.evalue, h.alignment.bits = h.evalue, h.bits
     return fused
-
-
-def cache_dir() -> Path:
-    """``$HOMALIGN_CACHE/msa`` or ``~/.cache/homalign/msa``."""
-    root = os.environ.get("HOMALIGN_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "homalign"
-    return base / "msa"
-
-
-def cache_key(query: Sequence, db: str | Path, iterations: int, inclusion_evalue: float) -> str:
-    p = Path(db).resolve()
-    st = p.stat()
-    text = f"{query.residues}\n{p}\n{st.st_size}\n{st.st_mtime_ns}\n{iterations}\n{inclusion_evalue}"
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-def cached_msa(query: Sequence, db: str | Path, iterations: int = 3, *,
-               inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE, **options: Any):
-    """:func:`build_msa`, memoised on disk as A3M (see the module docstring)."""
-    from homalign.io import read_a3m, write_a3m
-
-    path = cache_dir() / f"{cache_key(query, db, iterations, inclusion_evalue)}.a3m"
-    if path.exists():
-        return read_a3m(path)
-    msa = build_msa(query, db, iterations, inclusion_evalue=inclusion_evalue, **options)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_a3m(path, msa)
-    return msa

@@ -3,7 +3,7 @@
 HH-suite searches a query profile against a database of *profiles* (each database sequence's own
 MSA); a profile-profile score then sees the conservation of both families. :func:`build_msa_db`
 makes such a database from a sequence database: for every sequence, ``iterations`` rounds of
-:func:`homalign.search.iterative.build_msa` against the same database, written as
+:func:`homalign.search.msa_build.build_msa` against the same database, written as
 ``OUTDIR/<id>.a3m`` — the layout ``msa=DIRECTORY`` / ``target_msa=DIRECTORY`` already read
 (:mod:`homalign.profile.sources`).
 
@@ -71,14 +71,14 @@ def _write_manifest(outdir: Path, settings: dict[str, Any]) -> None:
 def _build_part(args: tuple) -> int:
     """Worker: MSAs of sequences ``part, part + jobs, ...`` missing from ``outdir``."""
     from homalign.io import write_a3m
-    from homalign.search.iterative import _open_db, build_msa
+    from homalign.search.msa_build import build_msa, cached_database
 
     db_path, outdir, part, jobs, iterations, inclusion, max_candidates, progress = args
     if progress is None:  # a pool worker: its progress queue came with the initializer
         from homalign.workers import shared
 
         progress = shared()
-    db = _open_db(db_path)
+    db = cached_database(db_path)
     out = Path(outdir)
     done = 0
     for i in range(part, len(db), jobs):
@@ -99,13 +99,13 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
                  progress: bool = True) -> Path:
     """Write ``OUTDIR/<id>.a3m`` for every sequence of ``db`` (FASTA or makedb directory) that
     lacks one (see the module docstring); returns ``OUTDIR``."""
-    from homalign.search.iterative import _open_db
+    from homalign.search.msa_build import cached_database
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
-    seqdb = _open_db(str(db))
+    seqdb = cached_database(str(db))
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     for sid in seqdb.ids:

@@ -1,0 +1,63 @@
+"""Homologue regions of a sequence in a database, for ``learned-homologs``' consistency transform.
+
+:func:`find_homologs` runs a Smith-Waterman/BLOSUM62 search and keeps each hit's aligned span
+plus a flank. The ``learned-homologs`` method (:mod:`homalign.methods.learned`) reaches it through
+:mod:`homalign.database_search`, because methods may not import the search engine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homalign.methods.learned import HOMOLOG_EVALUE, HOMOLOG_FLANK, MAX_HOMOLOGS
+from homalign.search.database import open_database
+from homalign.search.engine import search
+from homalign.sequence import Sequence
+
+# (database object, homologues): the object is kept so that an id() reused by a new database
+# after the old one was freed can never return the old one's hits
+_HOMOLOG_CACHE: dict[tuple, tuple[Any, list[Sequence]]] = {}
+_DB_CACHE: dict[str, Any] = {}
+
+
+def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
+                  evalue: float = HOMOLOG_EVALUE, flank: int = HOMOLOG_FLANK) -> list[Sequence]:
+    """The regions of ``seq``'s best Smith-Waterman/BLOSUM62 hits in ``db`` (a
+    ``SequenceDB``, a FASTA file or a makedb directory) with E-value below ``evalue``: each hit's
+    aligned span plus ``flank`` residues either side, at most ``max_homologs``, distinct, best
+    first, none identical to ``seq``. Cached per database and sequence within the process."""
+    if max_homologs < 0:
+        raise ValueError(f"max_homologs must be >= 0, got {max_homologs}")
+    if flank < 0:
+        raise ValueError(f"flank must be >= 0, got {flank}")
+    if not hasattr(db, "codes"):
+        key_db = str(db)
+        if key_db not in _DB_CACHE:
+            _DB_CACHE[key_db] = open_database(key_db)
+        db = _DB_CACHE[key_db]
+    key = (id(db), seq.residues, max_homologs, float(evalue), flank)
+    cached = _HOMOLOG_CACHE.get(key)
+    if cached is None or cached[0] is not db:
+        out: list[Sequence] = []
+        if max_homologs > 0:
+            hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10))
+            for h in hits:
+                if h.alignment is None or len(h.alignment.pairs) == 0:
+                    continue
+                j = h.alignment.pairs[:, 1]
+                lo, hi = max(0, int(j.min()) - flank), int(j.max()) + 1 + flank
+                region = h.alignment.target[lo:hi]
+                if region == seq.residues or any(region == z.residues for z in out):
+                    continue
+                out.append(Sequence(f"{h.target_id}/{lo + 1}-{min(hi, len(h.alignment.target))}",
+                                    region))
+                if len(out) == max_homologs:
+                    break
+        if len(_HOMOLOG_CACHE) > 4096:
+            _HOMOLOG_CACHE.clear()
+        _HOMOLOG_CACHE[key] = (db, out)
+        return out
+    return cached[1]
+
+
+__all__ = ["find_homologs"]
