@@ -19,7 +19,6 @@ format version or whose files do not match the manifest's hashes (cut short or d
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ import numpy as np
 
 from homalign.alphabet import ALPHABET, N_CODES
 from homalign.errors import InputError
+from homalign.io.digest import file_sha256
 from homalign.search.prefilter import KmerIndex, build_kmer_index
 from homalign.sequence import Sequence
 
@@ -216,15 +216,6 @@ class SequenceDB:
         codes = np.concatenate([self.codes_of(i) for i in idx])
         return SequenceDB([self.ids[i] for i in idx], [self.descriptions[i] for i in idx],
                           codes, offsets, source=self.source, k=self.k)
-
-
-def file_sha256(path: Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _write_file(path: Path, data: bytes | None = None, array: np.ndarray | None = None) -> None:

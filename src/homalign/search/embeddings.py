@@ -76,7 +76,7 @@ def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
                 progress: bool = False) -> dict:
     """Write ``learned_residues.npy`` and ``learned.json`` into ``directory`` (a database being
     built); returns the JSON written."""
-    from homalign.search.database import file_sha256
+    from homalign.io.digest import file_sha256
 
     if dtype not in DTYPES:
         raise ValueError(f"embedding dtype must be one of {DTYPES}, got {dtype!r}")
@@ -113,7 +113,7 @@ def load_store(dbdir: Path, n_residues: int, verify: bool = False) -> EmbeddingS
         raise InputError("learned embeddings are missing or cut short; rebuild the database "
                          "with `homalign makedb --force`", path=path)
     if verify:
-        from homalign.search.database import file_sha256
+        from homalign.io.digest import file_sha256
 
         if file_sha256(path) != meta.get("sha256"):
             raise InputError("learned embeddings do not match their hash", path=path)

@@ -42,6 +42,7 @@ import torch
 
 from homalign.errors import HomalignError
 from homalign.io.atomic import atomic_write_bytes, fsync_directory
+from homalign.io.digest import sha256_bytes
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,6 @@ _TENSORS_SUFFIX = ".safetensors"
 _STATE_SUFFIX = ".json"
 _MANIFEST_SUFFIX = ".index.json"
 _LINE = re.compile(r'^\s*([A-Za-z_]+)\s*:\s*"?(.*?)"?\s*$')
-
-
-def sha256_bytes(data: bytes) -> str:
-    """Hex sha256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
 
 
 class CorruptCheckpointError(HomalignError):
