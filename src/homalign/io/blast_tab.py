@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import IO, TextIO
 
 from homalign.errors import InputError
-from homalign.io._text import PathLike, check_readable, numbered_lines
 from homalign.io.atomic import atomic_write
+from homalign.io.text import PathLike, check_readable, numbered_lines
 
 BLAST_TAB_COLUMNS = (
     "qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend", "sstart",

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from homalign.errors import InputError
-from homalign.io._text import PathLike, check_readable, numbered_lines
 from homalign.io.atomic import atomic_write
+from homalign.io.text import PathLike, check_readable, numbered_lines
 
 # What may appear on a sequence line (whitespace is removed, '*' ends the record).
 _BAD_CHAR = re.compile(r"[^A-Za-z*.\-\s]")

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from homalign.errors import InputError
-from homalign.io._text import PathLike, check_readable
 from homalign.io.atomic import atomic_write
 from homalign.io.fasta import FastaRecord, format_fasta, parse_fasta
+from homalign.io.text import PathLike, check_readable
 
 GAP_CHARS = "-."
 HHSUITE_ROWS = frozenset({"ss_pred", "ss_conf", "ss_dssp", "sa_dssp"})

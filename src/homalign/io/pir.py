@@ -19,9 +19,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from homalign.errors import InputError
-from homalign.io._text import PathLike, check_readable, numbered_lines
 from homalign.io.atomic import atomic_write
 from homalign.io.msa import MSA
+from homalign.io.text import PathLike, check_readable, numbered_lines
 
 _BAD_ALI_CHAR = re.compile(r"[^A-Za-z\-/\s*]")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from homalign.errors import InputError
-from homalign.io._text import PathLike, check_readable, numbered_lines
+from homalign.io.text import PathLike, check_readable, numbered_lines
 
 TMALIGN_COLUMNS = (
     "query", "target", "query_sccs", "target_sccs", "tm1", "tm2", "tm3", "rmsd", "aligned",

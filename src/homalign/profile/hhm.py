@@ -20,7 +20,7 @@ import numpy as np
 
 from homalign.alphabet import AMINO_ACIDS
 from homalign.errors import InputError
-from homalign.io._text import check_readable
+from homalign.io.text import check_readable
 from homalign.profile.hmm import ProfileHMM, estimate_transitions
 from homalign.profile.pseudocounts import add_pseudocounts
 from homalign.sequence import Sequence

@@ -41,7 +41,7 @@ class AsciiPSSM:
 
 def read_pssm(path: str | Path) -> AsciiPSSM:
     """Parse an ASCII PSSM; wrong widths and bad numbers raise InputError naming file and line."""
-    from homalign.io._text import check_readable
+    from homalign.io.text import check_readable
 
     path = check_readable(path)
     try:
