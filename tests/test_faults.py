@@ -271,3 +271,47 @@ def test_killed_makemsa_leaves_no_workers(tmp_path, sig):
         for p in workers | _children(parent.pid):  # whatever is left of this test's processes
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+# --- the CLI: bad input is one line, anything else a bug report -----------------------------
+
+
+def _run_cli_with(monkeypatch, capsys, failure: BaseException) -> tuple[int, str]:
+    import homalign.cli.align as align_verb
+    from homalign.cli import main
+
+    def run(args):
+        raise failure
+
+    monkeypatch.setattr(align_verb, "run", run)
+    rc = main(["align", "a.fa", "b.fa"])
+    return rc, capsys.readouterr().err
+
+
+def test_cli_input_error_is_one_line(monkeypatch, capsys):
+    monkeypatch.delenv("HOMALIGN_DEBUG", raising=False)
+    rc, err = _run_cli_with(monkeypatch, capsys, InputError("bad residue", path="a.fa", line=3))
+    assert rc == 2 and err == "homalign align: error: a.fa:3: bad residue\n"
+
+
+@pytest.mark.parametrize("failure", [IndexError("list index out of range"),
+                                     OverflowError("int too large"), KeyError("x"),
+                                     ValueError("invalid literal for int()")])
+def test_cli_other_exceptions_are_bug_reports_not_bad_input(monkeypatch, capsys, failure):
+    monkeypatch.delenv("HOMALIGN_DEBUG", raising=False)
+    rc, err = _run_cli_with(monkeypatch, capsys, failure)
+    assert rc == 70
+    assert "Traceback (most recent call last)" in err and type(failure).__name__ in err
+    assert "this is a bug in homalign, not a problem with your input" in err
+    assert "error:" not in err
+
+
+def test_cli_deliberate_value_error_of_homalign_code_is_one_line(tmp_path, capsys, monkeypatch):
+    from homalign.cli import main
+
+    monkeypatch.delenv("HOMALIGN_DEBUG", raising=False)
+    query = tmp_path / "q.fa"
+    query.write_text(">q\nMKVLAAGIVG\n")
+    rc = main(["search", str(query), str(query), "--msa-db", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "--iterations" in err

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except BrokenPipeError:
         return _closed_pipe()
-    except (HomalignError, ValueError, OSError, RuntimeError) as exc:
+    except (HomalignError, OSError) as exc:  # bad input, a damaged file, the file system
         if os.environ.get("HOMALIGN_DEBUG"):
             raise
         print(f"homalign {args.verb}: error: {exc}", file=sys.stderr)
@@ -56,6 +56,40 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("homalign: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # homalign's fault, not the user's: a bug report
+        if os.environ.get("HOMALIGN_DEBUG"):
+            raise
+        if _deliberate(exc):
+            print(f"homalign {args.verb}: error: {exc}", file=sys.stderr)
+            return 2
+        return _bug_report(args.verb)
+
+
+BUG_STATUS = 70  # EX_SOFTWARE (sysexits.h): an internal software error
+
+
+def _deliberate(exc: Exception) -> bool:
+    """A ValueError or RuntimeError that homalign's own code raised on purpose (a ``raise``
+    statement in a homalign module: a check of the arguments, a peer program that failed), not
+    one from a computation (``int('x')``, numpy, torch) that homalign let escape."""
+    import traceback
+
+    if type(exc) not in (ValueError, RuntimeError) or exc.__traceback__ is None:
+        return False
+    last = traceback.extract_tb(exc.__traceback__)[-1]
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return (os.path.abspath(last.filename).startswith(package + os.sep)
+            and (last.line or "").lstrip().startswith("raise "))
+
+
+def _bug_report(verb: str) -> int:
+    """Print the traceback and say that this is a bug, not bad input; returns 70."""
+    import traceback
+
+    traceback.print_exc(file=sys.stderr)
+    print(f"homalign {verb}: this is a bug in homalign, not a problem with your input; please "
+          "report it with the command line and the traceback above", file=sys.stderr)
+    return BUG_STATUS
 
 
 def _closed_pipe() -> int:
