@@ -178,6 +178,11 @@ class SequenceDB:
         """Number of residues in the database."""
         return int(self.offsets[-1])
 
+    @property
+    def id_to_index(self) -> dict[str, int]:
+        """Sequence id → its index in the database."""
+        return self._id_to_index or {}
+
     def index_of(self, seq_id: str) -> int:
         assert self._id_to_index is not None
         try:

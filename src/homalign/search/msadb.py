@@ -304,7 +304,7 @@ def graph_candidates(query_id: str, query_members: list[str], outdir: str | os.P
     for y in list(reached):
         reached |= _near(y, graph)
     reached.discard(query_id)
-    ids = db._id_to_index or {}
+    ids = db.id_to_index
     return np.array(sorted(ids[t] for t in reached if t in ids), dtype=np.int64)
 
 
@@ -371,7 +371,7 @@ class LeaveQueryOut:
         self.outdir = Path(outdir)
         self.query_id = query_id
         self.profile_options = profile_options
-        ids = self.db._id_to_index or {}
+        ids = self.db.id_to_index
         self.affected = {ids[t] for t in member_index(outdir).get(query_id, []) if t in ids}
         self._own: dict[int, Any] = {}
 
