@@ -69,6 +69,8 @@ def main() -> None:
     p.add_argument("--hits", type=Path, nargs="*", default=[], help="hits/<method>.tsv files")
     p.add_argument("--fit", metavar="NAME", help="fit and store the calibration of ranking NAME "
                    "(one --hits file)")
+    p.add_argument("--apply", metavar="NAME", help="count the lists' E-values after the shipped "
+                   "calibration of ranking NAME (lists made without it)")
     p.add_argument("--source", default="", help="provenance line stored with the fit")
     p.add_argument("--heldout-queries", type=Path, metavar="OUT",
                    help="write the held-out train-fold domains of --db (default: the shared "
@@ -95,8 +97,15 @@ def main() -> None:
     print("| hits | " + " | ".join(f"E <= {x:g}" for x in THRESHOLDS) + " |")
     print("|---|" + "---|" * len(THRESHOLDS))
     counts = {}
+    tail = calibration_for(args.apply) if args.apply else None
+    if args.apply and tail is None:
+        raise SystemExit(f"no shipped calibration for {args.apply!r}")
     for path in args.hits:
-        other, same = chance_counts(read_hits(path), queries, labels)
+        hits = read_hits(path)
+        if tail is not None:
+            hits = {q: list(zip([t for t, _ in v], tail.evalues([e for _, e in v], n_db),
+                                strict=True)) for q, v in hits.items()}
+        other, same = chance_counts(hits, queries, labels)
         counts[path] = other
         print(f"| {path.name} | " + " | ".join(
             f"{o / len(queries):.3g} / {s / len(queries):.3g}" for o, s in

@@ -25,20 +25,36 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--embedding-dtype", choices=("float16", "float32"), default="float16",
                    help="storage type of the learned target embeddings (default float16: "
                         "scores within 1e-4 relative of float32)")
+    p.add_argument("--neighbours", action="store_true",
+                   help="also store every sequence's own learned-search hits, for "
+                        "intermediate-sequence search (costs one learned search per sequence; "
+                        "on a complete OUTDIR of the same FASTA this adds them, or finishes a "
+                        "killed build, without rebuilding the rest)")
     _common.add_threads(p)
     _common.add_progress(p)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from homalign.search import SequenceDB, makedb
+    from homalign.search.database import same_source
     from homalign.threads import set_threads
 
     set_threads(_common.threads(args))
     with _common.input_path(args.fasta) as fasta:
-        out = makedb(fasta, args.outdir, k=args.k, overwrite=args.force,
-                     learned=not args.no_learned, embedding_dtype=args.embedding_dtype,
-                     progress=_common.progress(args))
+        if args.neighbours and not args.force and same_source(args.outdir, fasta):
+            out = Path(args.outdir)  # complete: add (or finish) the neighbour lists only
+        else:
+            out = makedb(fasta, args.outdir, k=args.k, overwrite=args.force,
+                         learned=not args.no_learned, embedding_dtype=args.embedding_dtype,
+                         progress=_common.progress(args))
+    if args.neighbours:
+        from homalign.search.neighbours import add_neighbours
+
+        nb = add_neighbours(out, progress=_common.progress(args))
+        print(f"homalign makedb: {out}: {len(nb.index)} neighbour links", file=sys.stderr)
     db = SequenceDB.load(out, verify=False)
     print(f"homalign makedb: {out}: {len(db)} sequences, {db.total_length} residues, "
           f"{db.index.n_postings} {args.k}-mers indexed", file=sys.stderr)

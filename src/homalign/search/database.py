@@ -314,6 +314,18 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     return outdir
 
 
+def same_source(dbdir: str | Path, fasta: str | Path) -> bool:
+    """Whether ``dbdir`` is a complete database built from the same bytes as ``fasta``."""
+    manifest = Path(dbdir) / MANIFEST
+    if not manifest.is_file() or not Path(fasta).is_file():
+        return False
+    try:
+        meta = json.loads(manifest.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return meta.get("source_sha256") == file_sha256(Path(fasta))
+
+
 def open_database(path: str | Path) -> SequenceDB:
     """A makedb directory or a FASTA file, whichever ``path`` is."""
     path = Path(path)

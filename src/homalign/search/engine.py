@@ -132,6 +132,40 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     return out
 
 
+#: the query's hits with a (calibrated) E-value at most this pass their neighbours on (held-out
+#: train-fold queries, docs/decisions.md)
+LINK_EVALUE = 1e-3
+
+
+def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
+                        cand: np.ndarray, scores: np.ndarray, evals: np.ndarray,
+                        params: EVDParams, tail: Any) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]:
+    """Intermediate-sequence search (:mod:`homalign.search.neighbours`): each target's E-value
+    becomes the best of its own and ``max(E(q, n), E(n, t))`` over the query's hits ``n`` with
+    E ≤ :data:`LINK_EVALUE`; targets reached only so are scored too (one batched call).
+    Unchanged when the database has no neighbour lists."""
+    from homalign.search.neighbours import lifted_evalues, neighbours_of
+
+    nb = neighbours_of(db, ranking.fingerprint)
+    if nb is None:
+        return cand, scores, evals
+    reach, lifted = lifted_evalues(nb, cand, evals, LINK_EVALUE)
+    extra = np.setdiff1d(reach, cand)
+    if len(extra):
+        xs = _batched_scores(ranking, q, qrep, db, extra)
+        xe = tail.evalues(db_evalues(xs, params, len(q), db.lengths[extra], db.total_length,
+                                     len(db)), len(db))
+        cand = np.concatenate((cand, extra))
+        scores = np.concatenate((scores, xs))
+        evals = np.concatenate((evals, xe))
+    order = np.argsort(cand, kind="stable")
+    pos = order[np.searchsorted(cand[order], reach)]
+    evals = evals.copy()
+    evals[pos] = np.minimum(evals[pos], lifted)
+    return cand, scores, evals
+
+
 def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool = True,
                   prefilter_options: dict[str, Any] | None = None,
                   rescore: int | None | str = "default") -> np.ndarray:
@@ -194,6 +228,7 @@ def search(
     traceback: bool = True,
     rescore: int | None | str = "default",
     calibrated: bool = True,
+    neighbours: bool = True,
     **method_options: Any,
 ) -> list[Hit]:
     """Search ``query`` against ``db`` with a registered method; hits sorted by E-value.
@@ -207,7 +242,9 @@ def search(
     :data:`LEARNED_RESCORE`; None: all); ``calibrated``: a method with a shipped empirical
     calibration (:func:`homalign.search.tail_calibration.calibration_for`, e.g. ``learned``)
     reports calibrated E-values and BLAST's bits of them; False gives its null law's values
-    (what a fused ranking combines).
+    (what a fused ranking combines); ``neighbours``: with a database that has neighbour lists
+    (``homalign makedb --neighbours``), the learned search also reaches targets through its
+    hits (:func:`_through_neighbours`); False: direct scores only.
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")
@@ -268,6 +305,10 @@ def search(
         tail = calibration_for(method) if calibrated else None
         if tail is not None:
             evals = tail.evalues(evals, n_seq)
+            if ranking is not None and neighbours and candidates is None and db_size is None:
+                cand, scores, evals = _through_neighbours(q, query_rep, db, ranking, cand,
+                                                          scores, evals, ev_params, tail)
+                tlen = db.lengths[cand]
             bits = bits_from_evalue(evals, len(q), n_res)
     passing = np.flatnonzero(evals <= evalue)
     order = passing[np.lexsort((cand[passing], -scores[passing], evals[passing]))]
@@ -315,7 +356,7 @@ def search_many(
     m = get_method(method)
     known = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
              "params", "max_query_length", "candidates", "traceback", "rescore",
-             "calibrated"}
+             "calibrated", "neighbours"}
     method_options = {k: v for k, v in kwargs.items() if k not in known}
     reps = None
     if m.prepare is not None and m.score is not None:

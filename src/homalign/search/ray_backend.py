@@ -24,12 +24,14 @@ connects to that cluster. Ray is an optional dependency (the ``ray`` extra).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
+from homalign.search.neighbours import NEIGHBOURS_JSON
 from homalign.sequence import Sequence
 
 
@@ -111,7 +113,8 @@ def search_ray(
     """:func:`homalign.search.search_many` run on Ray workers; the same [(query, hits), ...].
 
     ``iterations > 1`` / ``target_msa``: :func:`homalign.search.iterative.iterative_search`
-    per query instead (``iterative_options`` its other arguments), sharded by queries."""
+    per query instead (``iterative_options`` its other arguments), sharded by queries, as is a
+    database with neighbour lists (:mod:`homalign.search.neighbours`)."""
     if shard not in ("queries", "db"):
         raise ValueError(f"shard must be 'queries' or 'db', not {shard!r}")
     ray = _require_ray()
@@ -122,6 +125,9 @@ def search_ray(
         iterative = {"iterations": iterations, "target_msa": target_msa,
                      **(iterative_options or {})}
         shard = "queries"
+    if shard == "db" and db.source is not None and (Path(db.source) / NEIGHBOURS_JSON).is_file() \
+            and kwargs.get("neighbours", True):
+        shard = "queries"  # a target reached through a neighbour may lie in another shard
     queries = list(queries)
     from homalign.search.engine import method_params
 
@@ -144,7 +150,7 @@ def search_ray(
 
 _ENGINE_KEYS = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
                 "params", "max_query_length", "candidates", "traceback", "rescore",
-                "calibrated"}
+                "calibrated", "neighbours"}
 
 
 def _db_ref(ray, db: SequenceDB):  # noqa: ANN001, ANN202
