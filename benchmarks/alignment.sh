@@ -13,6 +13,6 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 date -u +"start %Y-%m-%dT%H:%M:%SZ"
 .venv/bin/homalign benchmark alignment --data "$DATA" \
-    --methods sw,nw,glocal,blastp,phmmer,hhalign,mmseqs --out "$OUT" --jobs "$JOBS"
+    --methods sw,nw,glocal,blastp,phmmer,hhalign,mmseqs --out "$OUT" -j "$JOBS"
 "$PY" benchmarks/agreement.py --data "$DATA"
 date -u +"end %Y-%m-%dT%H:%M:%SZ"

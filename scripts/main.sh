@@ -7,6 +7,6 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/env.sh
 if [ "$#" -eq 0 ]; then
-    set -- alignment --jobs 2
+    set -- alignment -j 2
 fi
 exec .venv/bin/homalign benchmark "$@"
