@@ -330,12 +330,8 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     else:
         kind, arg = resolve_source(query, "query", opts)
     model = _hmmer_model(query, kind, arg)
-    if model.M != len(query):
-        from homalign.errors import InputError
-
-        raise InputError(f"the HMM has {model.M} match states but the query has {len(query)} "
-                         "residues", path=arg or None, record=query.id)
-    return hmm_align(model, query, target, method="hmm")
+    # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the query
+    return hmm_align(model, query, target, method="hmm", nodes_are_query=kind != "hmmfile")
 
 
 def _pyhmmer_available() -> str | None:

@@ -67,25 +67,57 @@ def build_hmm(query: Sequence, msa: Any = None, *, name: str | None = None):
     return hmm
 
 
-def hmm_align(hmm: Any, query: Sequence, target: Sequence, method: str = "hmm") -> Alignment:
-    """Align ``target`` to ``hmm`` (nodes = query residues) with HMMER's pipeline in max mode."""
+def _best_domain(hmm: Any, target: Sequence):
+    """HMMER's best domain of ``target`` against ``hmm`` in max mode (no filters), or None."""
     from pyhmmer import easel, plan7
 
     alphabet = _alphabet()
     pipeline = plan7.Pipeline(alphabet, bias_filter=False, F1=1.0, F2=1.0, F3=1.0, E=1e12,
                               domE=1e12, Z=1, domZ=1)
     block = easel.DigitalSequenceBlock(alphabet, [_digital(target)])
-    hits = pipeline.search_hmm(hmm, block)
     best = None
-    for hit in hits:
+    for hit in pipeline.search_hmm(hmm, block):
         for dom in hit.domains:
             if best is None or dom.score > best.score:
                 best = dom
+    return best
+
+
+def node_map(hmm: Any, query: Sequence) -> np.ndarray:
+    """int64 ``(M,)``: the query residue (0-based) at each node of ``hmm``, -1 where none.
+
+    For a model of any provenance (``hmmbuild`` with its default architecture, Pfam): the query
+    is placed on the model by HMMER's own alignment (its best domain, as ``hmmalign`` would
+    place it), so that node pairs become query-residue pairs."""
+    out = np.full(hmm.M, -1, dtype=np.int64)
+    best = _best_domain(hmm, query)
+    if best is not None:
+        ali = best.alignment
+        pairs = alignment_pairs(ali.hmm_sequence, ali.target_sequence, ali.hmm_from,
+                                ali.target_from)
+        pairs = pairs[(pairs[:, 0] < hmm.M) & (pairs[:, 1] < len(query))]
+        out[pairs[:, 0]] = pairs[:, 1]
+    return out
+
+
+def hmm_align(hmm: Any, query: Sequence, target: Sequence, method: str = "hmm", *,
+              nodes_are_query: bool = True) -> Alignment:
+    """Align ``target`` to ``hmm`` with HMMER's pipeline in max mode.
+
+    ``nodes_are_query``: node k is query residue k (models :func:`build_hmm` makes). Otherwise
+    (a ``.hmm`` file of any provenance) the nodes are mapped to query residues by
+    :func:`node_map`; a target residue on a node the query does not occupy is left unpaired."""
+    best = _best_domain(hmm, target)
     if best is None:
         return Alignment(query.id, target.id, query.residues, target.residues,
                          np.zeros((0, 2), np.int32), 0.0, method)
     ali = best.alignment
     pairs = alignment_pairs(ali.hmm_sequence, ali.target_sequence, ali.hmm_from, ali.target_from)
+    if not nodes_are_query:
+        nodes = node_map(hmm, query)
+        pairs = pairs[pairs[:, 0] < hmm.M]
+        pairs = np.stack([nodes[pairs[:, 0]], pairs[:, 1]], axis=1).astype(np.int32)
+        pairs = pairs[pairs[:, 0] >= 0].reshape(-1, 2)
     pairs = pairs[(pairs[:, 0] < len(query)) & (pairs[:, 1] < len(target))]
     return Alignment(query.id, target.id, query.residues, target.residues, pairs,
                      float(best.score), method, evalue=float(best.i_evalue),
@@ -142,10 +174,13 @@ def read_hmm(path: str | Path):
     """Read the first HMM of a HMMER3 ``.hmm`` file; bad or truncated files raise InputError."""
     from pyhmmer import plan7
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    from homalign.io.text import check_readable
+
+    path = check_readable(path)
+    try:
+        lines = path.read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     if not lines or not lines[0].startswith("HMMER3"):
         raise InputError("not a HMMER3 .hmm file (first line should start with 'HMMER3')",
                          path=path, line=1)
