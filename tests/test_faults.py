@@ -315,3 +315,23 @@ def test_cli_deliberate_value_error_of_homalign_code_is_one_line(tmp_path, capsy
     rc = main(["search", str(query), str(query), "--msa-db", str(tmp_path), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and "--iterations" in err
+
+
+# --- Alignment.to_biopython keeps ids and score ---------------------------------------------
+
+
+def test_to_biopython_keeps_ids_score_and_statistics():
+    import homalign
+    from homalign.sequence import Sequence
+
+    q = Sequence("sp|P1|QUERY", "MKVLAAGIVGLLLAGCSSHKEE")
+    t = Sequence("tr|T2|TARGET", "MKILAAGIVGLLAGCTSHKEE")
+    aln = homalign.align(q, t, method="sw")
+    bio = aln.to_biopython()
+    assert [r.id for r in bio.sequences] == ["sp|P1|QUERY", "tr|T2|TARGET"]
+    assert bio.score == aln.score
+    assert bio.annotations["method"] == "sw"
+    assert bio.annotations["evalue"] == aln.evalue and bio.annotations["bits"] == aln.bits
+    assert format(bio, "fasta").startswith(">sp|P1|QUERY\n")
+    # the same columns as homalign's own gapped rows
+    assert tuple(str(row) for row in bio) == aln.gapped(full=True)

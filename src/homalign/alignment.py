@@ -123,18 +123,28 @@ class Alignment:
         return "".join(qa), "".join(ta)
 
     def to_biopython(self):
-        """A ``Bio.Align.Alignment`` over the whole sequences."""
+        """A ``Bio.Align.Alignment`` over the whole sequences, as Biopython's own aligners give
+        one: the rows are ``SeqRecord`` objects with the query and target ids, ``.score`` is the
+        score; ``.annotations`` holds ``method`` and, where known, ``evalue`` and ``bits``."""
         qa, ta = self.gapped(full=True)
-        return _bio_from_gapped(qa, ta)
+        aln = _bio_from_gapped(qa, ta, (self.query_id, self.target_id))
+        aln.score = float(self.score)
+        aln.annotations = {"method": self.method}
+        for key in ("evalue", "bits"):
+            value = getattr(self, key)
+            if value is not None:
+                aln.annotations[key] = float(value)
+        return aln
 
     def __repr__(self) -> str:
         return (f"Alignment({self.query_id} vs {self.target_id}, method={self.method}, "
                 f"score={self.score:.2f}, aligned={self.length}, identity={self.identity:.2f})")
 
 
-def _bio_from_gapped(qa: str, ta: str):
+def _bio_from_gapped(qa: str, ta: str, ids: tuple[str, str] = ("query", "target")):
     from Bio.Align import Alignment as BioAlignment
     from Bio.Seq import Seq
+    from Bio.SeqRecord import SeqRecord
 
     coords = [[0], [0]]
     qi = ti = 0
@@ -149,6 +159,6 @@ def _bio_from_gapped(qa: str, ta: str):
         ti += b != "-"
     coords[0].append(qi)
     coords[1].append(ti)
-    return BioAlignment(
-        [Seq(qa.replace("-", "")), Seq(ta.replace("-", ""))], np.array(coords)
-    )
+    records = [SeqRecord(Seq(row.replace("-", "")), id=sid, name=sid, description="")
+               for row, sid in zip((qa, ta), ids, strict=True)]
+    return BioAlignment(records, np.array(coords))
