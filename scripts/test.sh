@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Create the environment and run the whole test suite.
+# Create the environment, lint (ruff, the import contracts) and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/env.sh
 .venv/bin/ruff check src tests benchmarks
+# the import contracts in pyproject.toml: layers point down, train independent, private modules
+.venv/bin/lint-imports --no-logo
 exec .venv/bin/python -m pytest -q "$@"
