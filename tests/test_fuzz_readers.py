@@ -9,8 +9,10 @@ than by the input's size fails the bounds.
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import re
+import shutil
 import tempfile
 import tracemalloc
 from collections.abc import Callable
@@ -58,7 +60,7 @@ def _pssm_sample() -> bytes:
     from homalign.profile import Profile
     from homalign.profile.pssm_io import write_pssm
 
-    path = Path(tempfile.mkdtemp(prefix="fuzz-pssm-")) / "q.pssm"
+    path = _workdir / "sample.pssm"
     write_pssm(path, Profile.from_sequence("MKVLAG"))
     return path.read_bytes()
 
@@ -67,7 +69,7 @@ def _hmm_sample() -> bytes:
     from homalign.profile.pyhmmer_adapter import build_hmm, write_hmm
     from homalign.sequence import Sequence
 
-    path = Path(tempfile.mkdtemp(prefix="fuzz-hmm-")) / "q.hmm"
+    path = _workdir / "sample.hmm"
     write_hmm(path, build_hmm(Sequence("q", "MKVLAGW")))
     return path.read_bytes()
 
@@ -279,6 +281,7 @@ def inputs(sample: bytes) -> st.SearchStrategy[bytes]:
 
 
 _workdir = Path(tempfile.mkdtemp(prefix="homalign-fuzz-"))
+atexit.register(shutil.rmtree, _workdir, ignore_errors=True)
 
 
 def _check(name: str, data: bytes) -> None:
