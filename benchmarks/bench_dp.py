@@ -17,15 +17,23 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
   same sequences, and our ratio to it;
 * ``align_batch`` over many 300x300 pairs (threads = numba's current thread count);
 * posterior_matrix (forward-backward; scaled probability space by default, float64 log space
-  with method="log").
+  with method="log");
+* head to head at 1 and 2 threads (``--threads``) on ``--pairs`` (100) random 300x300 BLOSUM62
+  pairs, 11/1: ``align_score`` per pair, ``align_batch`` score-only and with traceback, and
+  parasail's ``sw_striped_16`` (its 16-bit striped kernel; 2 threads via a thread pool, the
+  ctypes call releases the GIL), scores checked equal;
+* the learned search's batched forward (``local_forward_batch``, the 16-lane kernel and the
+  scalar ``scalar=True`` reference) on one 233-residue query against 150 targets of 150-320
+  residues, log-partitions checked equal to 1e-6.
 
 The Markdown table is printed and written to benchmarks/results/dp.md (atomically), with the
-command line at the top.
+command line at the top; the head-to-head rows also go to benchmarks/results/dp.csv.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import platform
 import shlex
@@ -41,10 +49,12 @@ import numpy as np
 from Bio.Align import substitution_matrices
 
 from homalign.dp import GapCosts, align, align_batch, align_score
+from homalign.dp.forward_batch import local_forward_batch
 from homalign.dp.posterior import posterior_matrix
 
 AA = "ARNDCQEGHILKMFPSTWYV"
 OUT = Path(__file__).resolve().parent / "results" / "dp.md"
+CSV_OUT = OUT.with_suffix(".csv")
 
 
 def blosum62() -> np.ndarray:
@@ -95,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15, help="timed runs per row (best reported)")
     parser.add_argument("--batch-pairs", type=int, default=64)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--csv", type=Path, default=CSV_OUT)
+    parser.add_argument("--pairs", type=int, default=100, help="pairs of the head-to-head rows")
+    parser.add_argument("--threads", default="1,2", help="thread counts of the head-to-head rows")
+    parser.add_argument("--only-head-to-head", action="store_true",
+                        help="skip the single-pair, 1000x1000 and posterior rows")
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(2026)
@@ -110,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover - parasail is a test dependency
         parasail = None
 
-    for L in (300, 1000):
+    for L in () if args.only_head_to_head else (300, 1000):
         q, t = random_pair(rng, L, L)
         S = scores(sub, q, t)
         gaps = GapCosts.uniform(L, L, open=11.0, extend=1.0)
@@ -145,23 +160,27 @@ def main(argv: list[str] | None = None) -> int:
                     f"ours / parasail speed: {theirs[0] / ours[0]:.2f} (wall), "
                     f"{theirs[2] / ours[2]:.2f} (CPU)")
 
+    csv_rows = head_to_head(args, rng, sub, parasail, add)
+    csv_rows += forward_rows(args, add)
+
     # batch throughput
-    n = args.batch_pairs
+    n = 0 if args.only_head_to_head else args.batch_pairs
     mats = [scores(sub, *random_pair(rng, 300, 300)) for _ in range(n)]
     gl = [GapCosts.uniform(300, 300, 11.0, 1.0) for _ in range(n)]
     threads = numba.get_num_threads()
-    for score_only in (True, False):
+    for score_only in (True, False) if n else ():
         t_b = timed(lambda so=score_only: align_batch(mats, gl, "local", so), max(3, args.reps // 3))
         label = "score only" if score_only else "traceback"
         add(f"align_batch, {n} pairs, local 11/1, {label}", "300x300", float(n * 90000), t_b,
             f"{n / t_b[0]:.0f} pairs/s (wall), {threads} thread(s)")
 
     # posteriors
-    S = scores(sub, *random_pair(rng, 300, 300))
-    g300 = GapCosts.uniform(300, 300, 11.0, 1.0)
-    t_p = timed(lambda: posterior_matrix(S, g300), max(3, args.reps // 3))
-    add("posterior_matrix (forward-backward), local 11/1", "300x300", 90000.0, t_p,
-        f"{t_p[0] * 1e3:.1f} ms wall, {t_p[2] * 1e3:.1f} ms CPU")
+    if not args.only_head_to_head:
+        S = scores(sub, *random_pair(rng, 300, 300))
+        g300 = GapCosts.uniform(300, 300, 11.0, 1.0)
+        t_p = timed(lambda: posterior_matrix(S, g300), max(3, args.reps // 3))
+        add("posterior_matrix (forward-backward), local 11/1", "300x300", 90000.0, t_p,
+            f"{t_p[0] * 1e3:.1f} ms wall, {t_p[2] * 1e3:.1f} ms CPU")
 
     cmd = " ".join(shlex.quote(a) for a in [
         *(f"{k}={os.environ[k]}" for k in ("NUMBA_NUM_THREADS", "OMP_WAIT_POLICY")
@@ -193,7 +212,115 @@ def main(argv: list[str] | None = None) -> int:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, args.out)
+    write_csv(args.csv, csv_rows, cmd)
     return 0
+
+
+def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.ndarray,
+                 parasail, add) -> list[dict]:  # noqa: ANN001
+    """homalign's score-only and traceback paths vs parasail sw_striped_16, same pairs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n, L = args.pairs, 300
+    pairs = [random_pair(rng, L, L) for _ in range(n)]
+    mats = [scores(sub, q, t) for q, t in pairs]
+    gl = [GapCosts.uniform(L, L, 11.0, 1.0) for _ in range(n)]
+    cells = float(n * L * L)
+    ref = [align_score(S, g, "local") for S, g in zip(mats, gl, strict=True)]
+    out = []
+    old = numba.get_num_threads()
+    reps = max(3, args.reps // 3)
+    try:
+        for th in (int(x) for x in args.threads.split(",")):
+            numba.set_num_threads(min(th, numba.config.NUMBA_NUM_THREADS))
+            runs: list[tuple[str, Callable[[], object]]] = []
+            if th == 1:
+                runs.append(("homalign align_score (per pair)", lambda: [
+                    align_score(S, g, "local") for S, g in zip(mats, gl, strict=True)]))
+            runs.append(("homalign align_batch score_only",
+                         lambda: align_batch(mats, gl, "local", True)))
+            runs.append(("homalign align_batch traceback",
+                         lambda: align_batch(mats, gl, "local", False)))
+            assert align_batch(mats, gl, "local", True) == ref
+            if parasail is not None:
+                def one(qt: tuple[str, str]) -> int:
+                    return parasail.sw_striped_16(qt[0], qt[1], 12, 1, parasail.blosum62).score
+
+                assert [one(p) for p in pairs] == ref, "parasail disagrees"
+                if th == 1:
+                    runs.append(("parasail sw_striped_16", lambda: [one(p) for p in pairs]))
+                else:
+                    pool = ThreadPoolExecutor(th)
+                    chunk = max(1, n // (4 * th))
+                    runs.append(("parasail sw_striped_16", lambda pool=pool, chunk=chunk: list(
+                        pool.map(one, pairs, chunksize=chunk))))
+            base = None
+            for name, fn in runs:
+                t = timed(fn, reps)
+                base = t if name.startswith("parasail") else base
+                out.append({"kernel": name, "threads": th, "pairs": n, "size": f"{L}x{L}",
+                            "cells": int(cells), "best_wall_s": t[0], "median_wall_s": t[1],
+                            "best_cpu_s": t[2], "gcups_best_wall": cells / t[0] / 1e9,
+                            "gcups_best_cpu": cells / t[2] / 1e9})
+                add(f"{name}, {n} pairs, local 11/1", f"{L}x{L}", cells, t, f"{th} thread(s)")
+            if base is not None:
+                for r in out:
+                    if r["threads"] == th:
+                        r["vs_parasail_wall"] = base[0] / r["best_wall_s"]
+    finally:
+        numba.set_num_threads(old)
+    return out
+
+
+def forward_rows(args: argparse.Namespace, add) -> list[dict]:  # noqa: ANN001
+    """The learned search's batched forward: the 16-lane kernel vs the scalar reference."""
+    rng = np.random.default_rng(7)
+    lq, lts = 233, rng.integers(150, 321, 150)
+    n = int(lts.sum())
+    X = np.exp(rng.normal(-1.5, 1.0, (lq, n))).astype(np.float32)
+    starts = np.concatenate(([0], np.cumsum(lts)[:-1]))
+    gaps = (rng.uniform(0.5, 4, lq), rng.uniform(0.05, 1, lq), rng.uniform(0.5, 4, n),
+            rng.uniform(0.05, 1, n))
+    codes = rng.integers(0, 20, n).astype(np.uint8)
+    R = np.exp(rng.normal(0, 0.5, (lq, 21))).astype(np.float32)
+    cells = float(lq * n)
+    ref = local_forward_batch(X, starts, lts, *gaps, codes, R, scalar=True)
+    assert np.allclose(local_forward_batch(X, starts, lts, *gaps, codes, R), ref, rtol=1e-6)
+    out = []
+    old = numba.get_num_threads()
+    try:
+        for th in (int(x) for x in args.threads.split(",")):
+            numba.set_num_threads(min(th, numba.config.NUMBA_NUM_THREADS))
+            for name, sc in (("local_forward_batch (16 lanes)", False),
+                             ("local_forward_batch scalar=True (reference)", True)):
+                t = timed(lambda sc=sc: local_forward_batch(X, starts, lts, *gaps, codes, R,
+                                                            scalar=sc), max(3, args.reps // 3))
+                out.append({"kernel": name, "threads": th, "pairs": 150,
+                            "size": f"{lq}x150-320", "cells": int(cells), "best_wall_s": t[0],
+                            "median_wall_s": t[1], "best_cpu_s": t[2],
+                            "gcups_best_wall": cells / t[0] / 1e9,
+                            "gcups_best_cpu": cells / t[2] / 1e9})
+                add(f"{name}, 1 query x 150 targets", f"{lq}x150-320", cells, t,
+                    f"{th} thread(s), {t[0] * 1e3:.1f} ms")
+    finally:
+        numba.set_num_threads(old)
+    return out
+
+
+def write_csv(path: Path, rows: list[dict], cmd: str) -> None:
+    """The head-to-head rows as CSV (atomically), the command in a leading comment line."""
+    keys = ["kernel", "threads", "pairs", "size", "cells", "best_wall_s", "median_wall_s",
+            "best_cpu_s", "gcups_best_wall", "gcups_best_cpu", "vs_parasail_wall"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".dp.", suffix=".csv")
+    with os.fdopen(fd, "w", newline="") as fh:
+        fh.write(f"# {cmd}\n")
+        w = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v)
+                        for k, v in r.items()})
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":
