@@ -114,11 +114,21 @@ def test_a_method_null_law_replaces_the_iid_fit(tmp_path, monkeypatch):
     seqs = [Sequence(f"t{i}", s) for i, s in enumerate(random_sequences(12, rng, 60, 200))]
     db = SequenceDB.from_sequences(seqs)
     q = Sequence("q", random_sequences(1, rng, 120, 121)[0])
-    hits = search(q, db, "learned", evalue=1e9, prefilter=False, traceback=False)
+    hits = search(q, db, "learned", evalue=1e9, prefilter=False, traceback=False,
+                  calibrated=False)
     tlen = np.array([len(db.sequence(h.target_index)) for h in hits])
     want = stats.db_evalues(np.array([h.score for h in hits]), shipped, len(q), tlen,
                             db.total_length, len(db))
     np.testing.assert_allclose([h.evalue for h in hits], want, rtol=1e-9)
+    # what search reports by default: those values through the empirical tail calibration
+    from homalign.search.tail_calibration import calibration_for
+
+    tail = calibration_for("learned")
+    assert tail is not None
+    cal = {h.target_index: h.evalue for h in search(q, db, "learned", evalue=1e9,
+                                                     prefilter=False, traceback=False)}
+    np.testing.assert_allclose([cal[h.target_index] for h in hits],
+                               tail.evalues(want, len(db)), rtol=1e-9)
 
 
 def test_fit_gumbel_rejects_degenerate_input():

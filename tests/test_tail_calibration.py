@@ -109,3 +109,30 @@ def test_search_reports_the_calibrated_values_of_the_null_laws() -> None:
         [h.target_index for h in cal][: uncapped.sum()]
     np.testing.assert_allclose([h.bits for h in cal],
                                bits_from_evalue(got, len(q), db.total_length), rtol=1e-12)
+
+
+def test_the_fused_learned_at_3_ranking_reports_its_calibrated_values() -> None:
+    import homalign.search.iterative as iterative
+
+    decoys = _shuffled_decoys(40, seed=3)
+    db = SequenceDB.from_sequences(decoys[1:])
+    q = decoys[0]
+    tail = calibration_for("learned@3")
+    assert tail is not None and "held-out train-fold" in tail.source
+    got = iterative.iterative_search(q, db, 3, "learned", evalue=math.inf, max_hits=None,
+                                     prefilter=False, traceback=False)
+    saved = iterative.calibrated_hits
+    try:  # the same search without the calibration step: the fused geometric means
+        iterative.calibrated_hits = lambda hits, *_args: hits
+        raw = iterative.iterative_search(q, db, 3, "learned", evalue=math.inf, max_hits=None,
+                                         prefilter=False, traceback=False)
+    finally:
+        iterative.calibrated_hits = saved
+    raw_e = {h.target_index: h.evalue for h in raw}
+    assert set(raw_e) == {h.target_index for h in got}
+    np.testing.assert_allclose([h.evalue for h in got],
+                               tail.evalues([raw_e[h.target_index] for h in got], len(db)),
+                               rtol=1e-12)
+    np.testing.assert_allclose([h.bits for h in got],
+                               bits_from_evalue([h.evalue for h in got], len(q),
+                                                db.total_length), rtol=1e-12)

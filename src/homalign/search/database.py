@@ -153,7 +153,11 @@ class SequenceDB:
                                  path=dbdir)
         try:
             headers = json.loads((dbdir / "headers.json").read_text())
-            arrays = {a: np.load(dbdir / f"{a}.npy", allow_pickle=False) for a in _ARRAYS}
+            # the k-mer index is memory-mapped: the scan prefilter never reads it, so a search
+            # of a large database does not page it in
+            arrays = {a: np.load(dbdir / f"{a}.npy", allow_pickle=False,
+                                 mmap_mode="r" if a.startswith("kmer_") else None)
+                      for a in _ARRAYS}
         except (ValueError, OSError) as exc:
             raise InputError(f"database is damaged: {exc}", path=dbdir) from None
         db = cls(headers["ids"], headers["descriptions"], arrays["codes"], arrays["offsets"],
