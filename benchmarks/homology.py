@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(os.environ.get("HOMALIGN_DATA", "/work/shared/data"))
+DATA = Path(os.environ.get("HOMALIGN_DATA", "$HOMALIGN_DATA"))  # no machine default
 DEFAULT_DB = DATA / "scope" / "astral-2.07-40.trainval.fa"
 DEFAULT_QUERIES = DATA / "scope" / "dev-queries.txt"
 HOMALIGN = [sys.executable, "-c", "import sys; from homalign.cli import main; sys.exit(main())"]

@@ -1,9 +1,11 @@
-"""Where the reference data lives.
+"""Where the shared reference data lives: ``$HOMALIGN_DATA``.
 
-The project's shared data (HOMSTRAD, SCOPe, TM-align pairs) sits in ``shared/data`` beside the
-checkout. ``$HOMALIGN_DATA`` overrides; otherwise the first existing of ``<checkout>/../shared/data``
-and ``/work/shared/data`` is used. The bundled copy of the HOMSTRAD dev split (package data) needs
-none of this: see ``homalign.evaluate.bundled_homstrad_dev``.
+The project's shared data (HOMSTRAD, SCOPe, TM-align pairs) is wherever ``$HOMALIGN_DATA`` says;
+code that reads it also takes the location as an argument. There is no built-in default: unset,
+:func:`shared_data_root` is the placeholder path ``$HOMALIGN_DATA``, so the first read fails with
+an error that names the variable. The test suite sets it to ``shared/data`` beside the checkout
+when that exists (``tests/conftest.py``, ``scripts/test.sh``). The bundled copy of the HOMSTRAD
+dev split (package data) needs none of this: see ``homalign.evaluate.bundled_homstrad_dev``.
 """
 
 from __future__ import annotations
@@ -11,15 +13,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_CHECKOUT = Path(__file__).resolve().parents[2]
+DATA_ENV = "HOMALIGN_DATA"
 
 
 def shared_data_root() -> Path:
-    """The directory holding ``homstrad/``, ``scope/`` and ``tmalign/``."""
-    env = os.environ.get("HOMALIGN_DATA")
-    if env:
-        return Path(env)
-    for candidate in (_CHECKOUT.parent / "shared" / "data", Path("/work/shared/data")):
-        if candidate.is_dir():
-            return candidate
-    return _CHECKOUT.parent / "shared" / "data"
+    """``$HOMALIGN_DATA`` (the directory holding ``homstrad/``, ``scope/`` and ``tmalign/``), or
+    the placeholder ``Path("$HOMALIGN_DATA")`` when it is unset."""
+    env = os.environ.get(DATA_ENV)
+    return Path(env) if env else Path("$" + DATA_ENV)
+
+
+__all__ = ["DATA_ENV", "shared_data_root"]

@@ -161,12 +161,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from homalign.io.atomic import atomic_write_bytes
     from homalign.model.weights import load_model
+    from homalign.paths import shared_data_root
 
     ap = argparse.ArgumentParser(description="fit the learned aligner's homology head")
     ap.add_argument("--weights", required=True)
     ap.add_argument("--pairs", type=int, default=1000, help="pairs per class")
-    ap.add_argument("--fasta", default="/work/shared/data/scope/astral-2.07-40.trainval.fa")
-    ap.add_argument("--exclude", default="/work/shared/data/scope/dev-queries.txt")
+    scope = shared_data_root() / "scope"
+    ap.add_argument("--fasta", default=str(scope / "astral-2.07-40.trainval.fa"),
+                    help="SCOPe trainval domains (default: $HOMALIGN_DATA/scope/...)")
+    ap.add_argument("--exclude", default=str(scope / "dev-queries.txt"),
+                    help="ids whose folds the fits leave out (default: the dev queries)")
     ap.add_argument("--null-pairs", type=int, default=0,
                     help="also fit the search's null law on this many cross-fold pairs")
     ap.add_argument("--no-head", action="store_true", help="keep the stored homology head")
