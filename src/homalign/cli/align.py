@@ -10,7 +10,7 @@ from homalign.cli import _common
 from homalign.methods import method_names
 from homalign.report import format_a3m, format_fasta, format_json, format_pair, format_tabular
 
-FORMATS = ("pair", "fasta", "a3m", "tab", "json")
+FORMATS = ("pair", "fasta", "a3m", "sto", "tab", "json")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--method", default=DEFAULT_METHOD,
                    help=f"alignment method (default {DEFAULT_METHOD}); one of: "
                         f"{', '.join(method_names())}")
-    _common.add_output_format(p, FORMATS, "pair", "; fasta, a3m = the aligned pair")
+    _common.add_output_format(p, FORMATS, "pair", "; fasta, a3m, sto (Stockholm, insert "
+                              "columns as HMMER writes them) = the aligned pair")
     p.add_argument("--template", default=None, metavar="TEM",
                    help="template mode of --method learned: a JOY/HOMSTRAD .tem file with every "
                         "target's secondary structure and accessibility (by record id)")
@@ -89,4 +90,8 @@ def _render(aln, fmt: str, columns) -> str:
         return format_tabular(aln, columns)
     if fmt == "json":
         return format_json(aln)
+    if fmt == "sto":
+        from homalign.io.stockholm import pair_stockholm
+
+        return pair_stockholm(aln.query_id, aln.target_id, *aln.gapped(full=True))
     return {"pair": format_pair, "fasta": format_fasta, "a3m": format_a3m}[fmt](aln)

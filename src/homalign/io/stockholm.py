@@ -191,6 +191,34 @@ def format_stockholm(msa: MSA) -> str:
     return "\n".join(out) + "\n"
 
 
+def pair_stockholm(query_id: str, target_id: str, query_row: str, target_row: str) -> str:
+    """A pairwise alignment as Stockholm the way HMMER writes one (``hmmalign``, ``--hand``
+    input): the query defines the match columns, marked ``x`` in ``#=GC RF``; a column where the
+    query has a gap is an insert column, ``.`` in the query row and ``.``/lowercase residues in
+    the target row; match columns are uppercase with ``-`` gaps.
+
+    ``query_row``, ``target_row``: the two gapped rows (``-`` gaps), of equal length.
+    """
+    if len(query_row) != len(target_row):
+        raise ValueError("the two rows of a pairwise alignment differ in length")
+    q, t, rf = [], [], []
+    for a, b in zip(query_row, target_row, strict=True):
+        if a == "-":
+            q.append(".")
+            t.append("." if b == "-" else b.lower())
+            rf.append(".")
+        else:
+            q.append(a.upper())
+            t.append("-" if b == "-" else b.upper())
+            rf.append("x")
+    ids = [_name_ok(query_id, "id"), _name_ok(target_id, "id")]
+    if ids[0] == ids[1]:
+        raise ValueError(f"Stockholm needs two different sequence names, both are {ids[0]!r}")
+    pad = max(len(ids[0]), len(ids[1]), len("#=GC RF")) + 1
+    return (f"# STOCKHOLM 1.0\n\n{ids[0]:<{pad}}{''.join(q)}\n{ids[1]:<{pad}}{''.join(t)}\n"
+            f"{'#=GC RF':<{pad}}{''.join(rf)}\n//\n")
+
+
 def write_stockholm(path: PathLike, msa: MSA) -> None:
     """Write one alignment as Stockholm, atomically."""
     text = format_stockholm(msa)
