@@ -37,14 +37,14 @@ def heldout_report(sets: list[tuple[str, list]],
     """F1 / twilight F1 (reference identity < 30%) of each label's predicted pairs, per set and
     pooled ("all"), as one line per label. ``predict(pair)`` returns ``{label: pairs}`` for every
     label, so variants that share work on a pair compute it once."""
-    from homalign.model.train_loop import pair_f1
+    from homalign.evaluate.metrics import score_pair
 
     f1: dict[str, list[float]] = {}
     names, twilight = [], []
     for name, pairs in sets:
         for p in pairs:
             for label, pred in predict(p).items():
-                f1.setdefault(label, []).append(pair_f1(pred, p.pairs))
+                f1.setdefault(label, []).append(score_pair(pred, p.pairs, len(p.q), len(p.t)).F1)
             names.append(name)
             twilight.append(p.identity < 0.3)
     where, tw = np.array(names), np.array(twilight)

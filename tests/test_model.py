@@ -11,11 +11,12 @@ import torch
 from homalign.alphabet import encode
 from homalign.dp import GapCosts, align_score
 from homalign.dp.soft import SoftGaps, soft_align
+from homalign.evaluate.metrics import score_pair
 from homalign.matrices import score_matrix
 from homalign.model import AlignerConfig, AlignerModel, load_model, save_model
 from homalign.model.data import TrainPair, batches, crop, mutate
 from homalign.model.decode import mea_align, posterior_matrix
-from homalign.model.train_loop import batch_loss, pair_f1
+from homalign.model.train_loop import batch_loss
 
 NATS = math.log(2.0) / 2.0
 Q = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQIHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWSTPSELGHAGLNGDILVWNPVLEDAFELSSMGIRVDADTLKHQLALTGDEDRLELEWHQALLRGEMPQTIGGGIGQSRLTMLLLQLPHIGQVQAGVWPAACRERVCALEGGQ"  # noqa: E501
@@ -153,7 +154,7 @@ def test_posterior_decoding_recovers_an_identical_pair() -> None:
     assert P.shape == (80, 80)
     assert (P.sum(axis=1) <= 1 + 1e-4).all()
     res = mea_align(P, 0.3)
-    assert pair_f1(res.pairs, np.stack([np.arange(80)] * 2, axis=1)) == 1.0
+    assert score_pair(res.pairs, np.stack([np.arange(80)] * 2, axis=1), 80, 80).F1 == 1.0
 
 
 def test_gap_costs_map_onto_the_dp_contract() -> None:

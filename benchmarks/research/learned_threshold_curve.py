@@ -29,9 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import torch
 
+    from homalign.evaluate.metrics import score_pair
     from homalign.model.decode import mea_align, posterior_matrix
     from homalign.model.evaluation import from_directory
-    from homalign.model.train_loop import pair_f1
     from homalign.model.weights import load_model
 
     torch.set_num_threads(1)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             S, gaps = model.score_pair(p.q, p.t)
             P = posterior_matrix(S, gaps, args.mode)
             for a, th in enumerate(ths):
-                f1[a, k] = pair_f1(mea_align(P, th).pairs, p.pairs)
+                f1[a, k] = score_pair(mea_align(P, th).pairs, p.pairs, len(p.q), len(p.t)).F1
         cells = " ".join(f"@{th}: {f1[a].mean():.4f} / {f1[a, tw].mean():.4f}"
                          for a, th in enumerate(ths))
         print(f"{stem} {cells}")

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from homalign.dp.soft import path_score
+from homalign.evaluate.metrics import score_pair
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
 from homalign.model.contrastive import (
@@ -56,19 +57,6 @@ from homalign.model.weights import atomic_torch_save, save_model
 from homalign.paths import shared_data_root
 
 DATA = shared_data_root()
-
-
-def pair_f1(pred: np.ndarray, ref: np.ndarray) -> float:
-    """F1 of predicted vs reference aligned pairs (exact matches)."""
-    if len(pred) == 0 or len(ref) == 0:
-        return 0.0
-    a = set(map(tuple, np.asarray(pred).tolist()))
-    b = set(map(tuple, np.asarray(ref).tolist()))
-    n = len(a & b)
-    if n == 0:
-        return 0.0
-    p, r = n / len(a), n / len(b)
-    return 2 * p * r / (p + r)
 
 
 def target_tokens(model: AlignerModel, batch: Batch) -> torch.Tensor | None:
@@ -164,7 +152,7 @@ def evaluate(model: AlignerModel, pairs: list[TrainPair], window: int, max_cells
                 ps = path_score(S.detach(), gaps, b, ref, lq, lt, model.cfg.mode)
                 nlls.append(float(logz[b] - ps) / (lq + lt))
                 Pb = np.ascontiguousarray(P[b, :lq, :lt].numpy(), dtype=np.float32)
-                f1s.append(pair_f1(mea_align(Pb, threshold).pairs, ref))
+                f1s.append(score_pair(mea_align(Pb, threshold).pairs, ref, lq, lt).F1)
                 q, t = batch.q[b, :lq].numpy(), batch.t[b, :lt].numpy()
                 ids.append(float((q[ref[:, 0]] == t[ref[:, 1]]).mean()))
                 fold_novel.append(source.get(batch.names[b]) == "tmalign")
@@ -218,7 +206,7 @@ def tune_decoding(model: AlignerModel, pairs: list[TrainPair], modes: tuple[str,
             S, gaps = model.score_pair(p.q, p.t, pair_tokens(model, p))
             P = posterior_matrix(S, gaps, mode)
             for a, th in enumerate(thresholds):
-                f1[a, k] = pair_f1(mea_align(P, th).pairs, p.pairs)
+                f1[a, k] = score_pair(mea_align(P, th).pairs, p.pairs, len(p.q), len(p.t)).F1
         for a, th in enumerate(thresholds):
             out[f"{mode}@{th}"] = {"f1": float(f1[a].mean()),
                                    "f1_twilight": float(f1[a, tw].mean())}
@@ -507,4 +495,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 
-__all__ = ["batch_loss", "evaluate", "main", "pair_f1"]
+__all__ = ["batch_loss", "evaluate", "main"]
