@@ -195,7 +195,10 @@ def _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001
     order = np.argsort(lengths, kind="mergesort")
     ng = (nt + LANES - 1) // LANES
     out = np.zeros(nt)
-    for g in prange(ng):
+    for p0 in prange(ng):
+        # shortest and longest groups alternate, so that each thread's contiguous share of the
+        # range gets a mix (prange splits it statically)
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2
         gs = np.zeros(LANES, dtype=np.int64)
         gl = np.zeros(LANES, dtype=np.int64)
         for u in range(LANES):
