@@ -8,7 +8,7 @@ import torch
 
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
-from homalign.model.profile import PROFILE_COLUMNS, ProfileMember, build_profile
+from homalign.model.query_profile import PROFILE_COLUMNS, ProfileMember, build_profile
 
 
 def _model(seed: int = 0) -> AlignerModel:

@@ -14,7 +14,7 @@ from homalign.profile import Profile, add_pseudocounts, dirichlet_mixture, henik
 from homalign.profile.mixtures import SJOLANDER9_ALPHA, SJOLANDER9_WEIGHTS
 from homalign.profile.profile import encode_rows
 from homalign.profile.pseudocounts import conditional_matrix, matrix_lambda
-from homalign.profile.weights import column_neff, msa_neff
+from homalign.profile.sequence_weights import column_neff, msa_neff
 
 
 def test_henikoff_weights_hand_example():

@@ -6,7 +6,7 @@
 For train-fold SCOPe queries (never the dev queries) against the trainval database: round 1 is the
 ``learned`` search; its hits with E <= ``--inclusion`` (at most ``--k``, best first) are aligned to
 the query by the model's MEA decoding and averaged into a query profile
-(:mod:`homalign.model.profile`); round 2 searches with the profile, over the prefilter candidates
+(:mod:`homalign.model.query_profile`); round 2 searches with the profile, over the prefilter candidates
 of the query and of its ``--cand-members`` best included hits. Prints the superfamily / family
 sensitivity up to the first false positive of round 1 and round 2. Round-1 hit lists and the
 members' alignments are cached in ``--out``.

@@ -138,8 +138,8 @@ def _null_params():
 def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
                 query_weight: float = 0.5) -> LearnedRep:
     """The query's profile representation from aligned hits ``(hit rep, (query, hit) pairs)``
-    (:func:`homalign.model.profile.build_profile`); ``search`` scores it like a query."""
-    from homalign.model.profile import ProfileMember, build_profile
+    (:func:`homalign.model.query_profile.build_profile`); ``search`` scores it like a query."""
+    from homalign.model.query_profile import ProfileMember, build_profile
 
     prof = build_profile(query.codes, query.embedding,
                          [ProfileMember(r.codes, r.embedding, p) for r, p in members],

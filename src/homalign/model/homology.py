@@ -52,7 +52,7 @@ def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndar
     With a trained homology adapter (``meta["homology_score"]``, see
     :mod:`homalign.model.contrastive`): the local *forward* score of ``S_h``; otherwise the best
     local path of the aligner's own ``S``. ``profile_q``: a query profile (see
-    :mod:`homalign.model.profile`), ``e_q`` then being its embeddings.
+    :mod:`homalign.model.query_profile`), ``e_q`` then being its embeddings.
     """
     from homalign.score.pair_scores import PairScores
 

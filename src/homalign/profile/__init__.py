@@ -8,7 +8,7 @@ Public API: :class:`Profile` (frequencies, log-odds PSSM, Neff, gap statistics),
 
 from homalign.profile.profile import Profile, encode_rows
 from homalign.profile.pseudocounts import add_pseudocounts, dirichlet_mixture, matrix_pseudocounts
-from homalign.profile.weights import column_neff, henikoff_weights, msa_neff
+from homalign.profile.sequence_weights import column_neff, henikoff_weights, msa_neff
 
 __all__ = [
     "Profile", "add_pseudocounts", "column_neff", "dirichlet_mixture", "encode_rows",

@@ -12,7 +12,7 @@ Design decisions:
   keeps their lengths); for aligned FASTA and Stockholm, ``match="first"`` (default) makes every
   column where the first row has a residue a match column and every other column an insert, so a
   profile is always indexed like its query, as in PSI-BLAST and HHblits.
-* Weights: Henikoff position-based over the match columns (:mod:`homalign.profile.weights`).
+* Weights: Henikoff position-based over the match columns (:mod:`homalign.profile.sequence_weights`).
 * Effective counts: ``Neff`` of the MSA is HH-suite's mean exp-entropy of the weighted columns;
   column ``i`` gets ``n_i = 1 + (Neff - 1) * cov_i`` with ``cov_i`` the weight fraction of
   sequences having a residue there, so a column only the query covers counts as one sequence.
@@ -35,7 +35,7 @@ from homalign.alphabet import ALPHABET, BACKGROUND, N_AA, N_CODES
 from homalign.errors import InputError
 from homalign.matrices import substitution_matrix
 from homalign.profile.pseudocounts import add_pseudocounts, matrix_lambda
-from homalign.profile.weights import GAP_CODE, column_neff, henikoff_weights, msa_neff
+from homalign.profile.sequence_weights import GAP_CODE, column_neff, henikoff_weights, msa_neff
 from homalign.sequence import Sequence
 
 TRANSITIONS = ("MM", "MI", "MD", "IM", "II", "DM", "DD")
