@@ -10,8 +10,8 @@ import pytest
 from homalign.dp import GapCosts, align_score
 from homalign.matrices import score_matrix
 from homalign.search import SequenceDB, rank_hits, search, search_many, write_hits
-from homalign.search.kernels import sw_scores
 from homalign.search.prefilter import build_kmer_index, exact_matches, kmer_ids, prefilter
+from homalign.search.sw_scores import sw_scores
 from homalign.sequence import Sequence
 from homalign.stats import random_sequences
 

@@ -215,7 +215,7 @@ def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: b
 
 def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(proteins) -> None:
     from homalign.search.engine import _best_by_sw
-    from homalign.search.kernels import sw_scores
+    from homalign.search.sw_scores import sw_scores
 
     db = SequenceDB.from_sequences(proteins)
     q = proteins[3]
@@ -237,7 +237,7 @@ def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(prote
 @pytest.mark.parametrize("matrix,go,ge", [("BLOSUM62", 11, 1), ("BLOSUM45", 15, 2),
                                           ("PAM250", 10, 1), ("BLOSUM62", 0, 1)])
 def test_pyopal_scores_equal_the_numba_kernel(proteins, matrix: str, go: int, ge: int) -> None:
-    from homalign.search.kernels import sw_scores
+    from homalign.search.sw_scores import sw_scores
 
     db = SequenceDB.from_sequences(proteins)
     targets = np.array([5, 0, 17, 3, len(db) - 1, 3])

@@ -7,7 +7,7 @@ Steps for each query:
 2. **score**: for DP methods (``Method.prepare`` and ``Method.score`` exist) the query is prepared
    once (or ``query_rep`` is used) and scored against every candidate with the score-only
    :func:`homalign.dp.align_batch`; ``sw`` with a plain substitution matrix takes a compiled fast
-   path over the packed database (:mod:`homalign.search.kernels`, same scores); peers (methods
+   path over the packed database (:mod:`homalign.search.sw_scores`, same scores); peers (methods
    without prepare/score) call ``Method.align`` per candidate;
 3. **statistics**: E-values from :func:`homalign.search.calibration.evd_params`
    (Karlin–Altschul for ``sw`` with a published matrix/gap-cost pair, a cached Gumbel fit
@@ -33,15 +33,15 @@ from homalign.score.pair_scores import score_values
 from homalign.search.calibration import evd_params
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
-from homalign.search.kernels import sw_scores
 from homalign.search.prefilter import prefilter as run_prefilter
+from homalign.search.sw_scores import sw_scores
 from homalign.search.tail_calibration import bits_from_evalue, calibration_for
 from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
 
 MAX_QUERY_LENGTH = 40_000
 #: the learned ranking scores the 150 best of the prefilter's 1,000 targets by Smith-Waterman
-#: score (compiled, :mod:`homalign.search.kernels`): on 100 held-out train-fold SCOPe queries,
+#: score (compiled, :mod:`homalign.search.sw_scores`): on 100 held-out train-fold SCOPe queries,
 #: superfamily / family sensitivity 0.1383 / 0.4807 against 0.1372 / 0.4683 for all 1,000
 #: (100: 0.1367 / 0.4741; 200: 0.1379 / 0.4729; 300: 0.1369 / 0.4729; the best 500 by
 #: ungapped score: 0.1373 / 0.4536; SW's best 150 of the ungapped best 500: 0.1372 / 0.4553)
