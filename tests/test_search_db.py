@@ -30,14 +30,11 @@ def test_makedb_round_trip(fasta: Path, tmp_path: Path):
     mem = SequenceDB.from_fasta(fasta)
     out = makedb(fasta, tmp_path / "db")
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["manifest.json", "headers.json", "codes.npy", "offsets.npy", "kmer_start.npy",
-         "kmer_seq.npy", "kmer_pos.npy", "learned.json", "learned_residues.npy"])
+        ["manifest.json", "headers.json", "codes.npy", "offsets.npy", "learned.json",
+         "learned_residues.npy"])  # no k-mer index: the prefilter scans the codes
     disk = SequenceDB.load(out)
     assert disk.ids == mem.ids and disk.descriptions == mem.descriptions
     assert np.array_equal(disk.codes, mem.codes) and np.array_equal(disk.offsets, mem.offsets)
-    for a, b in ((disk.index.start, mem.index.start), (disk.index.seq, mem.index.seq),
-                 (disk.index.pos, mem.index.pos)):
-        assert np.array_equal(a, b)
     q = mem.sequence(3)
     assert [(h.target_id, h.score, h.evalue) for h in search(q, disk)] == [
         (h.target_id, h.score, h.evalue) for h in search(q, mem)]
@@ -87,8 +84,8 @@ def test_load_rejects_another_version(fasta: Path, tmp_path: Path):
 
 def test_load_rejects_a_database_cut_short(fasta: Path, tmp_path: Path):
     out = makedb(fasta, tmp_path / "db")
-    data = (out / "kmer_seq.npy").read_bytes()
-    (out / "kmer_seq.npy").write_bytes(data[: len(data) // 2])
+    data = (out / "offsets.npy").read_bytes()
+    (out / "offsets.npy").write_bytes(data[: len(data) // 2])
     with pytest.raises(InputError, match="cut short"):
         SequenceDB.load(out)
 

@@ -1,4 +1,4 @@
-"""``homalign makedb DB.fa OUTDIR``: a database directory with a k-mer index for ``search``."""
+"""``homalign makedb DB.fa OUTDIR``: a database directory for ``search``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from homalign.cli import _common
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
-        "makedb", help="build a search database (sequences + k-mer index) from a FASTA file",
-        description="Write OUTDIR with the packed sequences, a k-mer index for the search "
-                    "prefilter, the learned search's target embeddings and a manifest (format version, SHA-256 of every file). The "
+        "makedb", help="build a search database (packed sequences, learned embeddings) from a FASTA file",
+        description="Write OUTDIR with the packed sequences (the search prefilter scans them), "
+                    "the learned search's target embeddings and a manifest (format version, SHA-256 of every file). The "
                     "directory is written under a temporary name and renamed when complete.",
     )
     p.add_argument("fasta", help="protein FASTA file (unique ids; '-': stdin)")
@@ -56,6 +56,6 @@ def run(args: argparse.Namespace) -> int:
         nb = add_neighbours(out, progress=_common.progress(args))
         print(f"homalign makedb: {out}: {len(nb.index)} neighbour links", file=sys.stderr)
     db = SequenceDB.load(out, verify=False)
-    print(f"homalign makedb: {out}: {len(db)} sequences, {db.total_length} residues, "
-          f"{db.index.n_postings} {args.k}-mers indexed", file=sys.stderr)
+    print(f"homalign makedb: {out}: {len(db)} sequences, {db.total_length} residues",
+          file=sys.stderr)
     return 0

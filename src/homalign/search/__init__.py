@@ -12,7 +12,7 @@ Contract (other modules rely on these names)::
     # Hit: .target_id, .alignment (homalign.alignment.Alignment), .score, .bits, .evalue;
     #   sorted by evalue then score
 
-Also: :func:`makedb` (an on-disk database directory with a k-mer index), :func:`search_many`
+Also: :func:`makedb` (an on-disk database directory), :func:`search_many`
 (many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text), :func:`fuse_hits` (one ranking from
 several searches) and
 :func:`homalign.search.ray_backend.search_ray` (the same search sharded over Ray workers).

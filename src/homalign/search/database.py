@@ -1,16 +1,20 @@
-"""A searchable protein database: sequences packed into one code array, plus a k-mer index.
+"""A searchable protein database: sequences packed into one code array.
 
 Two forms:
 
-* in memory, :meth:`SequenceDB.from_fasta` / :meth:`SequenceDB.from_sequences` (the k-mer index is
-  built on first use);
+* in memory, :meth:`SequenceDB.from_fasta` / :meth:`SequenceDB.from_sequences`;
 * on disk, a directory written by :func:`makedb` and opened with :meth:`SequenceDB.load`:
 
   ``manifest.json``  format name and version, k, counts and the SHA-256 of every other file;
   ``headers.json``   ids and descriptions;
   ``codes.npy``      uint8 residue codes of all sequences, concatenated (``homalign.alphabet``);
   ``offsets.npy``    int64 (n + 1) start of each sequence in ``codes``;
-  ``kmer_start.npy`` / ``kmer_seq.npy`` / ``kmer_pos.npy``  the k-mer index (CSR postings).
+  the learned search's target embeddings (:mod:`homalign.search.embeddings`) and, with
+  ``--neighbours``, its neighbour lists (:mod:`homalign.search.neighbours`).
+
+The prefilter scans the packed codes (:func:`homalign.search.prefilter.prefilter_scores`, as
+BLAST does), so no k-mer index is stored; :attr:`SequenceDB.index` builds one in memory on
+request (the indexed reference prefilter).
 
 ``makedb`` writes into a hidden temporary directory next to the destination and renames it into
 place, so a crash never leaves a half-written database; ``load`` refuses a directory of another
@@ -36,9 +40,9 @@ from homalign.search.prefilter import KmerIndex, build_kmer_index
 from homalign.sequence import Sequence
 
 DB_FORMAT = "homalign-seqdb"
-DB_FORMAT_VERSION = 1
+DB_FORMAT_VERSION = 2  # 2: no stored k-mer index
 MANIFEST = "manifest.json"
-_ARRAYS = ("codes", "offsets", "kmer_start", "kmer_seq", "kmer_pos")
+_ARRAYS = ("codes", "offsets")
 _LETTERS = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
 
 
@@ -153,19 +157,13 @@ class SequenceDB:
                                  path=dbdir)
         try:
             headers = json.loads((dbdir / "headers.json").read_text())
-            # the k-mer index is memory-mapped: the scan prefilter never reads it, so a search
-            # of a large database does not page it in
-            arrays = {a: np.load(dbdir / f"{a}.npy", allow_pickle=False,
-                                 mmap_mode="r" if a.startswith("kmer_") else None)
-                      for a in _ARRAYS}
+            arrays = {a: np.load(dbdir / f"{a}.npy", allow_pickle=False) for a in _ARRAYS}
         except (ValueError, OSError) as exc:
             raise InputError(f"database is damaged: {exc}", path=dbdir) from None
         db = cls(headers["ids"], headers["descriptions"], arrays["codes"], arrays["offsets"],
                  source=str(dbdir), k=int(manifest["k"]))
-        db._index = KmerIndex(int(manifest["k"]), arrays["kmer_start"], arrays["kmer_seq"],
-                              arrays["kmer_pos"])
-        if db._index.n_postings != int(manifest["n_postings"]) or len(db) != int(
-                manifest["n_sequences"]):
+        if len(db) != int(manifest["n_sequences"]) or db.total_length != int(
+                manifest["n_residues"]):
             raise InputError("database does not match its manifest", path=dbdir)
         return db
 
@@ -272,7 +270,6 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
         raise InputError("refusing to replace a directory that is not a homalign database",
                          path=outdir)
     db = SequenceDB.from_fasta(fasta, k=k)
-    index = db.index
     parent = outdir.parent if str(outdir.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_builds(parent, outdir.name)
@@ -281,8 +278,7 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     try:
         headers = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
         _write_file(tmp / "headers.json", data=headers)
-        arrays = {"codes": db.codes, "offsets": db.offsets, "kmer_start": index.start,
-                  "kmer_seq": index.seq, "kmer_pos": index.pos}
+        arrays = {"codes": db.codes, "offsets": db.offsets}
         for name, arr in arrays.items():
             _write_file(tmp / f"{name}.npy", array=np.ascontiguousarray(arr))
         files = {}
@@ -292,7 +288,7 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
         manifest = {
             "format": DB_FORMAT, "version": DB_FORMAT_VERSION, "homalign": __version__,
             "k": k, "n_sequences": len(db), "n_residues": db.total_length,
-            "n_postings": index.n_postings, "source": str(Path(fasta).resolve()),
+            "source": str(Path(fasta).resolve()),
             "source_sha256": file_sha256(Path(fasta)), "files": files,
         }
         if learned:
