@@ -72,6 +72,26 @@ def _fill(out: np.ndarray, db: Any, ranking: Any, progress: bool, chunk_sequence
             bar.update(int(db.offsets[hi] - db.offsets[lo]))
 
 
+def _fill_file(path: Path, header: int, db: Any, ranking: Any, dtype: np.dtype, progress: bool,
+               chunk_sequences: int) -> None:
+    """:func:`_fill` into the array of the ``.npy`` file ``path``, each chunk mapped only while it
+    is written (a large database's embeddings never sit in memory at once)."""
+    from tqdm import tqdm
+
+    n, dim = len(db), int(ranking.dim)
+    with tqdm(total=db.total_length, desc="embed", unit="res", unit_scale=True,
+              disable=not progress, dynamic_ncols=True) as bar:
+        for lo in range(0, n, chunk_sequences):
+            hi = min(n, lo + chunk_sequences)
+            a, b = int(db.offsets[lo]), int(db.offsets[hi])
+            part = np.memmap(path, dtype=dtype, mode="r+", shape=(b - a, dim),
+                             offset=header + a * dim * dtype.itemsize)
+            part[:] = np.concatenate(ranking.embed_many([db.codes_of(i) for i in range(lo, hi)]))
+            part.flush()
+            del part
+            bar.update(b - a)
+
+
 def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
                 progress: bool = False) -> dict:
     """Write ``learned_residues.npy`` and ``learned.json`` into ``directory`` (a database being
@@ -81,11 +101,12 @@ def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
     if dtype not in DTYPES:
         raise ValueError(f"embedding dtype must be one of {DTYPES}, got {dtype!r}")
     path = directory / STORE_ARRAY
-    arr = np.lib.format.open_memmap(path, mode="w+", dtype=np.dtype(dtype),
-                                    shape=(db.total_length, ranking.dim))
-    _fill(arr, db, ranking, progress, 4096)
-    arr.flush()
-    del arr
+    dt = np.dtype(dtype)
+    shape = (int(db.total_length), int(ranking.dim))
+    blank = np.lib.format.open_memmap(path, mode="w+", dtype=dt, shape=shape)
+    del blank  # the file exists at its full size; now fill it a chunk at a time
+    header = path.stat().st_size - shape[0] * shape[1] * dt.itemsize
+    _fill_file(path, header, db, ranking, dt, progress, 4096)
     meta = {"format": STORE_FORMAT, "version": STORE_VERSION,
             "weights": ranking.fingerprint, "dim": ranking.dim, "dtype": dtype,
             "n_residues": int(db.total_length), "size": path.stat().st_size,
