@@ -1,6 +1,6 @@
 """The learned search against growing databases: makedb time, disk, peak RSS, time per query.
 
-    python benchmarks/scale.py build --sizes 34000,300000,1000000 --out runs/scale
+    HOMALIGN_DATA=../shared/data python benchmarks/scale.py build --sizes 34000,300000,1000000 --out runs/scale
     python benchmarks/scale.py search --sizes 34000,300000 --out runs/scale --queries 20
 
 ``build`` writes ``OUT/N.fa`` (the real 31,487: ASTRAL trainval plus the 20,000 UniProt
@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "scope"
+from homalign.paths import shared_data_root
+
+DATA = shared_data_root() / "scope"  # $HOMALIGN_DATA
 UNIPROT = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
 
 
