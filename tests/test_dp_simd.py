@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from tests.test_dp_bruteforce import brute_posterior
 
+from homalign.alphabet import AMINO_ACIDS
 from homalign.dp.forward_batch import LANES, local_forward_batch
 
 
@@ -88,3 +89,43 @@ def test_lane_kernel_equals_brute_force_log_partition(seed: int) -> None:
                 "q_del_open": z(lq + 1), "q_del_ext": z(lq + 1)}
         _, log_z = brute_posterior(S, gaps, "local", 1.0)
         assert got[k] == pytest.approx(log_z, rel=1e-5, abs=1e-6)
+
+
+def test_forward_with_no_query_rows_is_the_empty_alignment() -> None:
+    X = np.zeros((0, 7), dtype=np.float32)
+    args = (X, [0, 3], [3, 4], np.zeros(0), np.zeros(0), np.ones(7), np.ones(7))
+    assert list(local_forward_batch(*args)) == [0.0, 0.0]
+    assert list(local_forward_batch(*args, scalar=True)) == [0.0, 0.0]
+
+
+# ---------------------------------------------------- parasail's SIMD Smith-Waterman vs homalign
+AA = AMINO_ACIDS
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_parasail_striped_16_and_sat_equal_homalign(seed: int) -> None:
+    parasail = pytest.importorskip("parasail")
+    from homalign.alphabet import encode
+    from homalign.dp import GapCosts, align_batch, align_score
+    from homalign.matrices import score_matrix
+
+    rng = np.random.default_rng(seed)
+    pairs = [("W", "C"), ("W", "W"), ("A", "".join(rng.choice(list(AA), 40)))]  # length 1, 0
+    for _ in range(20):
+        q = "".join(rng.choice(list(AA), int(rng.integers(1, 300))))
+        t = list(q[int(rng.integers(0, len(q))):])  # a related target: mutated suffix
+        for k in rng.integers(0, max(1, len(t)), len(t) // 3):
+            t[k % len(t)] = str(rng.choice(list(AA)))
+        t = "".join(rng.choice(list(AA), int(rng.integers(0, 30)))) + "".join(t) or "A"
+        pairs.append((q, t))
+    mats, gaps = [], []
+    for q, t in pairs:
+        S = score_matrix(encode(q), encode(t), "BLOSUM62")
+        mats.append(np.asarray(S, dtype=np.float32))
+        gaps.append(GapCosts.uniform(len(q), len(t), 11.0, 1.0))
+    ours = [align_score(S, g, "local") for S, g in zip(mats, gaps, strict=True)]
+    assert align_batch(mats, gaps, "local", score_only=True) == ours
+    assert ours[0] == 0.0  # W/C: only the empty alignment
+    for fn in (parasail.sw_striped_16, parasail.sw_striped_sat):
+        theirs = [fn(q, t, 12, 1, parasail.blosum62).score for q, t in pairs]  # 12 = 11 + 1
+        assert theirs == ours
