@@ -1,0 +1,126 @@
+"""Every shipped setting that was chosen by measurement, by method, with where it was measured.
+
+One table for the whole package: each entry names the live value (a module constant
+``"module:NAME"`` or a method's option default ``"method:NAME.option"``), the value it was chosen
+at, the data it was chosen on and the script that measured it, and the decision in
+docs/decisions.md. tests/test_tuned.py checks that every live value still equals the recorded one,
+so a retune changes both or fails. Splits are held-out *train* families, folds or queries unless
+an entry says dev; "published" values are copied from the tool that defines them, not tuned here.
+
+The constants stay beside the code that uses them (search/engine.py's ``LEARNED_RESCORE`` ...);
+this module imports nothing and nothing imports it at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """One chosen setting: where it lives, its value, and how it was chosen."""
+
+    where: str
+    value: Any
+    split: str
+    script: str
+    decision: str = ""
+
+
+_HELDOUT_QUERIES = "held-out train-fold SCOPe queries (homalign.scop.is_heldout_fold; never dev)"
+_HELDOUT_PAIRS = "held-out HOMSTRAD train families / TM-align train folds (8%, never dev)"
+_PROFILE_PAIRS = "150 HOMSTRAD train pairs"
+_PROFILE_SCRIPT = ("benchmarks/bench_profile.py compare --data $HOMALIGN_DATA/homstrad/train "
+                   "(52daf1a, 9a35b36; the exact command is not recorded)")
+
+#: method -> its tuned settings
+TUNED: dict[str, tuple[Tuned, ...]] = {
+    "sw / nw / glocal": (
+        Tuned("method:sw.gap_open", 11.0, "published", "BLAST+ blastp defaults (BLOSUM62 11/1)"),
+        Tuned("method:sw.gap_extend", 1.0, "published", "BLAST+ blastp defaults (BLOSUM62 11/1)"),
+    ),
+    "profile methods (pssm, compass, prof-sim, hhm, hhm-mac)": (
+        Tuned("method:prof-sim.scale", 48.0, _PROFILE_PAIRS, _PROFILE_SCRIPT,
+              "Profile defaults chosen on 150 HOMSTRAD train pairs"),
+        Tuned("method:prof-sim.shift", 0.4, _PROFILE_PAIRS, _PROFILE_SCRIPT,
+              "Profile defaults chosen on 150 HOMSTRAD train pairs"),
+        Tuned("method:hhm.gap_weight", 0.4, _PROFILE_PAIRS, _PROFILE_SCRIPT,
+              "Profile defaults chosen on 150 HOMSTRAD train pairs"),
+        Tuned("homalign.methods.profile:AUTO_SHIFT", 0.6,
+              f"{_PROFILE_PAIRS} (single sequences); the Neff dependence of 'auto' partly on 150 "
+              "HOMSTRAD dev pairs", _PROFILE_SCRIPT,
+              "hhm-mac's hh_shift='auto' and mact=0.35 were partly tuned on 150 dev pairs"),
+        Tuned("method:hhm-mac.mact", 0.35, "partly 150 HOMSTRAD dev pairs (dev numbers optimistic)",
+              _PROFILE_SCRIPT,
+              "hhm-mac's hh_shift='auto' and mact=0.35 were partly tuned on 150 dev pairs"),
+        Tuned("homalign.profile.pseudocounts:PSIBLAST_BETA", 10.0, "published",
+              "PSI-BLAST's pseudocount weight beta"),
+        Tuned("homalign.profile.pseudocounts:HHSUITE_TAU", (1.0, 1.5, 1.0), "published",
+              "HH-suite's pca, pcb, pcc"),
+        Tuned("homalign.profile.profile:GAP_PRIOR_WEIGHT", 5.0, "not tuned: a weak prior set by "
+              "hand", "none (88297da)"),
+        Tuned("homalign.profile.profile:GAP_PRIOR_RATE", 0.05, "not tuned: a weak prior set by "
+              "hand", "none (88297da)"),
+    ),
+    "iterative search (pssm@N, learned@N) and its MSAs": (
+        Tuned("homalign.search.msa_build:DEFAULT_INCLUSION_EVALUE", 1e-3, "published",
+              "PSI-BLAST's and jackhmmer's inclusion threshold"),
+        Tuned("homalign.search.msa_build:DEFAULT_MAX_CANDIDATES", 300,
+              "time only: one ASTRAL query took 14.4 s before the cap", "none (timing)",
+              "build_msa passes at most 300 prefilter candidates per inclusion round"),
+        Tuned("homalign.search.iterative:DEFAULT_FUSION_WEIGHT", 0.5,
+              f"40 and 100 {_HELDOUT_QUERIES}", "benchmarks/research/learned_msa_tune.py",
+              "learned@3: fuse, don't replace"),
+    ),
+    "MSA-database round (--target-msa)": (
+        Tuned("homalign.search.iterative:PROFILE_DB_OPTIONS", {"hh_shift": -0.03},
+              _HELDOUT_QUERIES, "benchmarks/research/msadb_tune.py",
+              "The database round scores with hhm at HHsearch's -0.03 bits"),
+        Tuned("homalign.search.iterative:MSADB_FUSION_WEIGHTS", (0.25, 0.25, 0.5),
+              _HELDOUT_QUERIES, "benchmarks/research/msadb_tune.py",
+              "Fusion weights learned 0.25 / PSSM 0.25 / MSA database 0.5"),
+        Tuned("homalign.search.msadb:NEIGHBOUR_SUPPORT", 2.0, _HELDOUT_QUERIES,
+              "benchmarks/research/msadb_extend.py",
+              "Neighbour support (exponent 2) is on by default for the fused ranking"),
+    ),
+    "learned (align)": (
+        Tuned("homalign.methods.learned:MAX_HOMOLOGS", 4, _HELDOUT_PAIRS,
+              "benchmarks/research/learned_consistency_heldout.py",
+              "Consistency through database homologues"),
+        Tuned("homalign.methods.learned:HOMOLOG_EVALUE", 1e-3, _HELDOUT_PAIRS,
+              "benchmarks/research/learned_consistency_heldout.py",
+              "Consistency through database homologues"),
+        Tuned("homalign.methods.learned:HOMOLOG_FLANK", 30, _HELDOUT_PAIRS,
+              "benchmarks/research/learned_consistency_heldout.py",
+              "Consistency through database homologues"),
+        Tuned("homalign.model.consistency:CONSISTENCY_THRESHOLD", 0.2,
+              f"{_HELDOUT_PAIRS} (0.15-0.2 best)",
+              "benchmarks/research/learned_consistency_heldout.py",
+              "Consistency through database homologues"),
+    ),
+    "learned (search)": (
+        Tuned("homalign.search.engine:LEARNED_RESCORE", 150,
+              f"100 {_HELDOUT_QUERIES}: superfamily 0.1383 vs 0.1372 for all 1,000",
+              "not recorded (0fd7010); the numbers are in search/engine.py's comment",
+              "Learned rescoring of the best 150 of the prefilter's 1,000, by SW score"),
+        Tuned("homalign.search.engine:LINK_EVALUE", 1e-3, _HELDOUT_QUERIES,
+              "not recorded (5c7f55b)", "intermediate-sequence search"),
+        Tuned("homalign.search.neighbours:NEIGHBOUR_EVALUE", 1e-2, _HELDOUT_QUERIES,
+              "not recorded (5c7f55b)", "intermediate-sequence search"),
+        Tuned("homalign.search.neighbours:MAX_NEIGHBOURS", 50, _HELDOUT_QUERIES,
+              "not recorded (5c7f55b)", "intermediate-sequence search"),
+    ),
+    "splits": (
+        Tuned("homalign.scop:HELDOUT_FOLD_FRACTION", 0.08, "the split itself (crc32 of the fold)",
+              "none", "Model selection uses held-out train pairs only"),
+    ),
+}
+
+
+def entries() -> list[Tuned]:
+    """Every entry of :data:`TUNED`, in table order."""
+    return [t for group in TUNED.values() for t in group]
+
+
+__all__ = ["TUNED", "Tuned", "entries"]
