@@ -10,20 +10,14 @@ import numpy as np
 import pytest
 from tests.proteins import mutate, random_protein
 
-import homalign.search.neighbours as neighbours_module
+import homalign.search.neighbours_build as neighbours_build
 from homalign.cli import main
 from homalign.errors import InputError
 from homalign.io import FastaRecord, write_fasta
 from homalign.search import SequenceDB, search
 from homalign.search.engine import LINK_EVALUE
-from homalign.search.neighbours import (
-    NEIGHBOUR_EVALUE,
-    NEIGHBOURS_JSON,
-    Neighbours,
-    add_neighbours,
-    lifted_evalues,
-    load_neighbours,
-)
+from homalign.search.neighbours import NEIGHBOURS_JSON, Neighbours, lifted_evalues, load_neighbours
+from homalign.search.neighbours_build import NEIGHBOUR_EVALUE, add_neighbours
 from homalign.sequence import Sequence
 
 
@@ -107,7 +101,7 @@ def test_a_killed_build_resumes_to_the_same_lists(family_db: Path, tmp_path: Pat
     for name in ("indptr", "index", "evalue"):
         (db_dir / f"neighbours_{name}.npy").unlink()
     (db_dir / NEIGHBOURS_JSON).unlink()
-    monkeypatch.setattr(neighbours_module, "CHUNK", 7)
+    monkeypatch.setattr(neighbours_build, "CHUNK", 7)
     real = engine.search
     calls = {"n": 0}
 

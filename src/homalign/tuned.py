@@ -106,9 +106,9 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "Learned rescoring of the best 150 of the prefilter's 1,000, by SW score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-3, _HELDOUT_QUERIES,
               "not recorded (5c7f55b)", "intermediate-sequence search"),
-        Tuned("homalign.search.neighbours:NEIGHBOUR_EVALUE", 1e-2, _HELDOUT_QUERIES,
+        Tuned("homalign.search.neighbours_build:NEIGHBOUR_EVALUE", 1e-2, _HELDOUT_QUERIES,
               "not recorded (5c7f55b)", "intermediate-sequence search"),
-        Tuned("homalign.search.neighbours:MAX_NEIGHBOURS", 50, _HELDOUT_QUERIES,
+        Tuned("homalign.search.neighbours_build:MAX_NEIGHBOURS", 50, _HELDOUT_QUERIES,
               "not recorded (5c7f55b)", "intermediate-sequence search"),
     ),
     "splits": (

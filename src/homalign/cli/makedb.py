@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
                          learned=not args.no_learned, embedding_dtype=args.embedding_dtype,
                          progress=_common.progress(args))
     if args.neighbours:
-        from homalign.search.neighbours import add_neighbours
+        from homalign.search.neighbours_build import add_neighbours
 
         nb = add_neighbours(out, progress=_common.progress(args))
         print(f"homalign makedb: {out}: {len(nb.index)} neighbour links", file=sys.stderr)

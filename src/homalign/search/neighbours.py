@@ -1,11 +1,10 @@
-"""Database neighbour lists: each database sequence's own learned-search hits.
+"""Database neighbour lists: each database sequence's own learned-search hits (the stored lists).
 
 An intermediate sequence links a query to remote relatives it cannot see directly (Park,
 Teichmann, Hubbard & Chothia, JMB 1997): when the query finds ``n`` and ``n`` finds ``t``, the
-pair (q, t) is as credible as the weaker of the two links. ``build_neighbours`` runs the learned
-search of every database sequence against its own database once (``homalign makedb
---neighbours``) and keeps, per sequence, its hits with E ≤ ``evalue`` (at most
-``max_neighbours``), as CSR arrays:
+pair (q, t) is as credible as the weaker of the two links. The lists are CSR arrays in the
+database directory (:mod:`homalign.search.neighbours_build` writes them, ``homalign makedb
+--neighbours``):
 
 ``neighbours.json``        the build's settings, the ranking weights' fingerprint, the database's
                            size;
@@ -13,15 +12,13 @@ search of every database sequence against its own database once (``homalign make
 ``neighbours_index.npy``   int32 database index of each neighbour (the self hit left out);
 ``neighbours_evalue.npy``  float64 E-value of each link.
 
-The build runs in chunks of sequences, each written when done, so a killed build resumes where it
-stopped. :func:`homalign.search.engine.search` uses the lists when the database has them
-(:func:`lifted_evalues`).
+:func:`homalign.search.engine.search` uses the lists when the database has them
+(:func:`neighbours_of`, :func:`lifted_evalues`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,12 +30,6 @@ from homalign.errors import InputError
 NEIGHBOURS_JSON = "neighbours.json"
 FORMAT = "homalign-learned-neighbours"
 VERSION = 1
-#: a link is kept when its (calibrated) E-value is at most this
-NEIGHBOUR_EVALUE = 1e-2
-MAX_NEIGHBOURS = 50
-CHUNK = 256
-
-
 @dataclass(frozen=True)
 class Neighbours:
     """CSR neighbour lists of one database (see the module docstring)."""
@@ -52,92 +43,6 @@ class Neighbours:
         """(database indices, E-values) of sequence ``i``'s neighbours."""
         lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
         return self.index[lo:hi], self.evalue[lo:hi]
-
-
-def _chunk_path(work: Path, lo: int) -> Path:
-    return work / f"chunk-{lo:09d}.npz"
-
-
-def build_neighbours(db: Any, directory: str | Path, *, fingerprint: str,
-                     evalue: float = NEIGHBOUR_EVALUE, max_neighbours: int = MAX_NEIGHBOURS,
-                     progress: bool = False, **search_options: Any) -> Neighbours:
-    """Search every sequence of ``db`` against ``db`` with the learned method and write the
-    neighbour lists into ``directory``; resumes a killed build (chunks under
-    ``directory/.neighbours.partial``) when its settings are the same."""
-    from tqdm import tqdm
-
-    from homalign.io.atomic import atomic_write, atomic_write_bytes
-    from homalign.search.engine import search
-
-    directory = Path(directory)
-    work = directory / ".neighbours.partial"
-    settings = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint,
-                "evalue": float(evalue), "max_neighbours": int(max_neighbours),
-                "sequences": len(db), "residues": int(db.total_length),
-                "search_options": {k: str(v) for k, v in sorted(search_options.items())}}
-    work.mkdir(parents=True, exist_ok=True)
-    marker = work / "settings.json"
-    if marker.is_file() and json.loads(marker.read_text()) != settings:
-        for p in work.glob("chunk-*.npz"):
-            p.unlink()
-    with atomic_write(marker) as fh:
-        json.dump(settings, fh, sort_keys=True)
-    n = len(db)
-    with tqdm(total=n, desc="neighbours", unit="seq", disable=not progress,
-              dynamic_ncols=True) as bar:
-        for lo in range(0, n, CHUNK):
-            hi = min(n, lo + CHUNK)
-            path = _chunk_path(work, lo)
-            if not path.is_file():
-                counts, index, evals = [], [], []
-                for i in range(lo, hi):
-                    hits = search(db.sequence(i), db, "learned", evalue=evalue,
-                                  max_hits=max_neighbours + 1, traceback=False,
-                                  neighbours=False, **search_options)
-                    hits = [h for h in hits if h.target_index != i][:max_neighbours]
-                    counts.append(len(hits))
-                    index.extend(h.target_index for h in hits)
-                    evals.extend(h.evalue for h in hits)
-                import io
-
-                buf = io.BytesIO()
-                np.savez(buf, counts=np.asarray(counts, dtype=np.int64),
-                         index=np.asarray(index, dtype=np.int32),
-                         evalue=np.asarray(evals, dtype=np.float64))
-                atomic_write_bytes(path, buf.getvalue())
-            bar.update(hi - lo)
-    counts, index, evals = [], [], []
-    for lo in range(0, n, CHUNK):
-        with np.load(_chunk_path(work, lo), allow_pickle=False) as z:
-            counts.append(z["counts"])
-            index.append(z["index"])
-            evals.append(z["evalue"])
-    indptr = np.concatenate(([0], np.cumsum(np.concatenate(counts)))).astype(np.int64)
-    out = Neighbours(indptr, np.concatenate(index).astype(np.int32),
-                     np.concatenate(evals).astype(np.float64), fingerprint)
-    for name, arr in (("indptr", out.indptr), ("index", out.index), ("evalue", out.evalue)):
-        with atomic_write(directory / f"neighbours_{name}.npy", mode="wb") as fh:
-            np.save(fh, arr, allow_pickle=False)
-    with atomic_write(directory / NEIGHBOURS_JSON) as fh:
-        json.dump({**settings, "links": int(len(out.index))}, fh, indent=1, sort_keys=True)
-    for p in work.iterdir():
-        p.unlink()
-    os.rmdir(work)
-    return out
-
-
-def add_neighbours(dbdir: str | Path, progress: bool = False) -> Neighbours:
-    """Build (or finish a killed build of) the neighbour lists of a makedb directory under the
-    bundled ranking weights."""
-    from homalign.methods.learned import ranking_model
-    from homalign.search.database import SequenceDB
-
-    ranking = ranking_model()
-    if ranking is None:
-        raise InputError("the bundled learned weights have no batched ranking; neighbour lists "
-                         "need one", path=dbdir)
-    db = SequenceDB.load(dbdir, verify=False)
-    return build_neighbours(db, dbdir, fingerprint=ranking.fingerprint, progress=progress)
 
 
 def load_neighbours(directory: str | Path, db: Any, fingerprint: str) -> Neighbours | None:
