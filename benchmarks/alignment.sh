@@ -5,7 +5,7 @@
 #
 # Usage: benchmarks/alignment.sh [DATA_DIR] [OUT_DIR] [JOBS]
 set -euo pipefail
-DATA=${1:-/work/shared/data/homstrad/dev}
+DATA=${1:-${HOMALIGN_DATA:?set HOMALIGN_DATA to the shared data directory}/homstrad/dev}
 OUT=${2:-/tmp/bench-align}
 JOBS=${3:-2}
 export OMP_WAIT_POLICY=PASSIVE

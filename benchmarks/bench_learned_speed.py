@@ -54,10 +54,11 @@ from homalign.dp.posterior import posterior_matrix  # noqa: E402
 from homalign.model import load_bundled  # noqa: E402
 from homalign.model.decode import mea_align  # noqa: E402
 from homalign.model.homology import ranking_score  # noqa: E402
+from homalign.paths import shared_data_root  # noqa: E402
 from homalign.sequence import Sequence  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "learned_speed.md"
-DEV = Path("/work/shared/data/homstrad/dev")
+DEV = shared_data_root() / "homstrad/dev"
 
 
 def random_pairs(n: int, length: int, seed: int = 0) -> list[tuple[Sequence, Sequence]]:

@@ -32,7 +32,9 @@ import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-DB = "/work/shared/data/scope/astral-2.07-40.trainval.fa"
+from homalign.paths import shared_data_root  # noqa: E402
+
+DB = str(shared_data_root() / "scope/astral-2.07-40.trainval.fa")
 METHODS = ("sw", "pssm", "compass", "prof-sim", "hhm", "hhm-mac", "hmm")
 
 
@@ -172,12 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     it.add_argument("--iterations", type=int, default=3)
     it.add_argument("--query", default=None)
     ms = sub.add_parser("msas")
-    ms.add_argument("--data", default="/work/shared/data/homstrad/dev")
+    ms.add_argument("--data", default=str(shared_data_root() / "homstrad/dev"))
     ms.add_argument("--iterations", type=int, default=3)
     ms.add_argument("--jobs", type=int, default=1)
     ms.add_argument("--db", default=DB, help="sequence database of the MSAs (FASTA)")
     cp = sub.add_parser("compare")
-    cp.add_argument("--data", default="/work/shared/data/homstrad/dev")
+    cp.add_argument("--data", default=str(shared_data_root() / "homstrad/dev"))
     cp.add_argument("--msa", default="single")
     cp.add_argument("--methods", default="sw,pssm,compass,prof-sim,hhm,hhm-mac,hmm,hhalign")
     cp.add_argument("--jobs", type=int, default=1)

@@ -18,7 +18,7 @@
     # a saved hit list's E-values recomputed with the method's current null law (same scores)
     python benchmarks/homology.py restat --methods learned --hits A/hits/learned.tsv --out OUT
 
-Defaults: the SCOPe 2.07 40% trainval database and the dev queries of /work/shared/data/scope
+Defaults: the SCOPe 2.07 40% trainval database and the dev queries of $HOMALIGN_DATA/scope
 (override with --db / --queries or $HOMALIGN_DATA). ``--limit N`` takes N queries evenly spaced
 over the list. Each sub-command writes a CSV into OUT and prints a Markdown table.
 """

@@ -32,6 +32,7 @@ import numpy as np
 from homalign.io import read_a3m
 from homalign.methods import get_method
 from homalign.methods.profile import ProteinRep
+from homalign.paths import shared_data_root
 from homalign.profile.profile import Profile
 from homalign.search import Hit, fuse_hits, search
 from homalign.search.engine import TargetReps
@@ -41,7 +42,7 @@ from homalign.search.msadb import graph_candidates, msa_filename, neighbour_supp
 from homalign.search.prefilter import prefilter
 from homalign.stats import karlin_altschul
 
-DB = "/work/shared/data/scope/astral-2.07-40.trainval.fa"
+DB = str(shared_data_root() / "scope/astral-2.07-40.trainval.fa")
 
 
 def read_hits(path: Path) -> dict[str, list[str]]:

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-DB = "/work/shared/data/scope/astral-2.07-40.trainval.fa"
+from homalign.paths import shared_data_root
+
+DB = str(shared_data_root() / "scope/astral-2.07-40.trainval.fa")
 UNIPROT = "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz"
 
 
