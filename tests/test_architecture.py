@@ -145,3 +145,15 @@ def test_no_private_name_is_used_outside_its_module() -> None:
             parts = parts[:-1]
         found += _private_uses(path, ".".join(parts))
     assert found == []
+
+
+def test_the_package_root_wires_the_database_search() -> None:
+    """The layers below search reach it only through homalign.database_search, which the package
+    root connects to the search package's implementations."""
+    from homalign.database_search import current
+    from homalign.search import homologs, msa_build
+
+    wired = current()
+    assert wired.cached_msa is msa_build.cached_msa
+    assert wired.cached_msa_path is msa_build.cached_msa_path
+    assert wired.find_homologs is homologs.find_homologs
