@@ -1,4 +1,5 @@
-"""Where the shared reference data lives: ``$HOMALIGN_DATA``.
+"""Where the shared reference data lives (``$HOMALIGN_DATA``) and where caches go
+(``$HOMALIGN_CACHE``).
 
 The project's shared data (HOMSTRAD, SCOPe, TM-align pairs) is wherever ``$HOMALIGN_DATA`` says;
 code that reads it also takes the location as an argument. There is no built-in default: unset,
@@ -14,6 +15,7 @@ import os
 from pathlib import Path
 
 DATA_ENV = "HOMALIGN_DATA"
+CACHE_ENV = "HOMALIGN_CACHE"
 
 
 def shared_data_root() -> Path:
@@ -23,4 +25,11 @@ def shared_data_root() -> Path:
     return Path(env) if env else Path("$" + DATA_ENV)
 
 
-__all__ = ["DATA_ENV", "shared_data_root"]
+def cache_root() -> Path:
+    """``$HOMALIGN_CACHE``, else ``~/.cache/homalign``: the root of the on-disk caches (E-value
+    fits under ``evd/``, iterative-search MSAs under ``msa/``)."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "homalign"
+
+
+__all__ = ["CACHE_ENV", "DATA_ENV", "cache_root", "shared_data_root"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence as SequenceABC
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import numpy as np
 
 from homalign.io.atomic import atomic_write
 from homalign.methods import get_method
+from homalign.paths import cache_root
 from homalign.score.pair_scores import score_values
 from homalign.stats import (
     EVDParams,
@@ -34,9 +34,7 @@ EVD_CACHE_VERSION = 4
 
 def cache_dir() -> Path:
     """Where fitted parameters are cached: ``$HOMALIGN_CACHE/evd`` or ``~/.cache/homalign/evd``."""
-    root = os.environ.get("HOMALIGN_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "homalign"
-    return base / "evd"
+    return cache_root() / "evd"
 
 
 def _options_key(method: str, options: dict[str, Any], n_pairs: int, seed: int,

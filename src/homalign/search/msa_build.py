@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from homalign.alignment import Alignment
+from homalign.paths import cache_root
 from homalign.profile.profile import Profile
 from homalign.sequence import Sequence
 
@@ -131,9 +132,7 @@ def build_msa(
 
 def cache_dir() -> Path:
     """``$HOMALIGN_CACHE/msa`` or ``~/.cache/homalign/msa``."""
-    root = os.environ.get("HOMALIGN_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "homalign"
-    return base / "msa"
+    return cache_root() / "msa"
 
 
 def cached_msa_file(query: Sequence, db: str | Path, iterations: int,
