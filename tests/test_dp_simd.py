@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -129,3 +134,57 @@ def test_parasail_striped_16_and_sat_equal_homalign(seed: int) -> None:
     for fn in (parasail.sw_striped_16, parasail.sw_striped_sat):
         theirs = [fn(q, t, 12, 1, parasail.blosum62).score for q, t in pairs]  # 12 = 11 + 1
         assert theirs == ours
+
+
+def test_lane_kernel_on_a_generic_cpu_target_equals_the_scalar_kernel(tmp_path) -> None:
+    """NUMBA_CPU_NAME=generic: no AVX-512 table permute (masked gather) and generic lowering of
+    the transposing loads; the scores must not change."""
+    code = (
+        "import numpy as np\n"
+        "from homalign.dp import simd\n"
+        "from homalign.dp.forward_batch import local_forward_batch\n"
+        "from tests.test_dp_simd import _batch\n"
+        "assert not simd.PERMUTE_TABLE\n"
+        "rng = np.random.default_rng(11)\n"
+        "args = _batch(rng, 19, rng.integers(0, 45, 21))\n"
+        "a = local_forward_batch(*args)\n"
+        "b = local_forward_batch(*args, scalar=True)\n"
+        "np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)\n"
+        "print(repr(a.tobytes().hex()))\n"
+    )
+    env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path),
+           "NUMBA_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rng = np.random.default_rng(11)
+    here = local_forward_batch(*_batch(rng, 19, rng.integers(0, 45, 21)))
+    assert out.stdout.strip() == repr(here.tobytes().hex())  # the same bits on both targets
+
+
+def test_pack_lanes16_is_the_exact_transposed_product() -> None:
+    from numba import njit
+
+    from homalign.dp.simd import TABLE, pack_lanes16
+
+    @njit
+    def pack(dst, stride, src, starts, lens, table, codes, T):  # noqa: ANN001, ANN202
+        for j0 in range(0, T, 16):
+            pack_lanes16(dst, j0 * stride + 3, stride, src, starts, lens, j0, table, codes,
+                         j0 * 16)
+
+    rng = np.random.default_rng(5)
+    lens = np.array([0, 1, 15, 16, 17, 31, 33, 2, 40, 5, 0, 16, 9, 1, 38, 20], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+    T = int(lens.max())
+    tp = (T + 15) // 16 * 16
+    src = rng.normal(size=int(lens.sum())).astype(np.float32)
+    table = rng.normal(size=TABLE).astype(np.float32)
+    codes = rng.integers(0, TABLE, tp * 16).astype(np.int32)
+    stride = 40
+    dst = np.full(tp * stride + 3, np.nan, dtype=np.float32)
+    pack(dst, stride, src, starts, lens, table, codes, T)
+    for j in range(tp):
+        for u in range(16):
+            v = src[starts[u] + j] if j < lens[u] else np.float32(0.0)
+            assert dst[j * stride + 3 + u] == np.float32(v * table[codes[j * 16 + u]])

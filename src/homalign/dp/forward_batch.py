@@ -25,7 +25,9 @@ time; the group runs as one DP whose cells are vectors of 16 lanes, one target p
 targets padded with zero weights (a padded cell adds exactly 0 to every sum and maximum). All the
 per-cell state of a column lives in one buffer at fixed offsets (``_Q*``), so LLVM proves the
 lane loop free of aliasing and turns it into whole-vector (AVX-512 / AVX2) arithmetic, ``y``'s
-recurrence along the row included (each lane carries its own). The arithmetic of a lane is the
+recurrence along the row included (each lane carries its own). Each row's match weights are
+moved into the lanes by :func:`homalign.dp.simd.pack_lanes16` (16 x 16 transposes in registers
+and a vector table lookup of ``R``: explicit LLVM vector code). The arithmetic of a lane is the
 same IEEE operations whatever the other lanes hold (no fast-math), so a target's score does not
 depend on its group, on the batch or on the thread count. ``_forward_many_scalar`` (one target
 at a time, three row passes) is the reference the tests compare with; both are checked against
@@ -38,6 +40,8 @@ import math
 
 import numpy as np
 from numba import njit, prange
+
+from homalign.dp.simd import TABLE, pack_lanes16
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -116,16 +120,15 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
     for u in range(LANES):
         T = max(T, glens[u])
     f0 = np.float32(0.0)
-    S = np.zeros((T + 1) * _QL, dtype=np.float32)
-    gidx = np.zeros(T * LANES, dtype=np.uint64)  # column of X of each (j, lane); pad: 0
-    gcode = np.zeros(T * LANES, dtype=np.uint32)  # residue code; pad: R's zero column
-    pad = R.shape[1] - 1
+    tp = (T + LANES - 1) // LANES * LANES  # columns packed 16 at a time
+    S = np.zeros((tp + 1) * _QL, dtype=np.float32)
+    gcode = np.zeros(tp * LANES, dtype=np.int32)  # residue code of each (j, lane)
+    pad = R.shape[1] - 1  # a zero column of R
     for u in range(LANES):
         s = gstarts[u]
         n = glens[u]
-        for j in range(T):
+        for j in range(tp):
             if j < n:
-                gidx[j * LANES + u] = s + j
                 gcode[j * LANES + u] = codes[s + j]
                 S[j * _QL + (_QL + _QC) + u] = tc[s + j]
                 S[j * _QL + (_QL + _QD) + u] = td[s + j]
@@ -141,10 +144,9 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
         b = qb[i]
         xr = X[i]
         r = R[i]
-        for jj in range(T):
-            for u in range(LANES):
-                k = jj * LANES + u
-                S[jj * _QL + (_QL + _QW) + u] = xr[gidx[k]] * r[gcode[k]]
+        for j0 in range(0, T, LANES):  # W = X * R[code] of 16 columns: transpose + lookup
+            pack_lanes16(S, j0 * _QL + (_QL + _QW), _QL, xr, gstarts, glens, j0, r, gcode,
+                         j0 * LANES)
         for jj in range(T):
             pb = jj * _QL  # column jj (done for row i), base: column jj + 1
             base = pb + _QL
@@ -259,10 +261,10 @@ def local_forward_batch(X: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
         raise ValueError("codes must have one entry per column of X, each a column of R")
     qa, qb, tc, td = (np.exp(-v).astype(np.float32) for v in (
         vec[0] + vec[1], vec[1], vec[2] + vec[3], vec[3]))
-    if scalar:
+    if scalar or R.shape[1] >= TABLE:
         return _forward_many_scalar(X, starts, lengths, qa, qb, tc, td, codes, R)
-    R0 = np.zeros((lq, R.shape[1] + 1), dtype=np.float32)  # a zero column for padded cells
-    R0[:, :-1] = R
+    R0 = np.zeros((lq, TABLE), dtype=np.float32)  # the lookup table; zero columns for padding
+    R0[:, :R.shape[1]] = R
     return _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R0)
 
 

@@ -1,0 +1,144 @@
+"""Explicit 16-lane vector code that LLVM does not find by itself, as numba intrinsics.
+
+numba has no vector types and LLVM's vectorisers do not turn a transposition or a small table
+lookup into shuffles. :func:`pack_lanes16` emits them directly (LLVM IR through llvmlite): it
+fills 16 columns of a lane-major buffer from 16 row segments (masked loads, a 16 x 16 transpose
+in four shuffle stages) and multiplies each column by a per-lane table lookup (``vpermi2ps`` on
+AVX-512, a masked gather elsewhere). The arithmetic is one float32 multiply per value, so the
+result is bit-identical to the scalar loop it replaces (tests check it).
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llb
+import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["PERMUTE_TABLE", "TABLE", "pack_lanes16"]
+
+_N = 16
+TABLE = 32  # entries of the lookup table per row (vpermi2ps: two registers of 16)
+
+
+def _host_has_avx512f() -> bool:
+    if numba.config.CPU_NAME not in (None, "host"):  # a generic target: no x86 intrinsics
+        return False
+    try:
+        return bool(llb.get_host_cpu_features().get("avx512f", False))
+    except Exception:  # noqa: BLE001 - no feature query (non-x86): the generic path
+        return False
+
+
+#: whether pack_lanes16 looks the table up with vpermi2ps (else a masked gather)
+PERMUTE_TABLE = _host_has_avx512f()
+
+_f32 = ir.FloatType()
+_i32 = ir.IntType(32)
+_i64 = ir.IntType(64)
+_V = ir.VectorType(_f32, _N)
+_VI = ir.VectorType(_i32, _N)
+_VB = ir.VectorType(ir.IntType(1), _N)
+
+
+class _VecGEP(ir.Instruction):
+    """``getelementptr float, ptr base, <16 x i32> idx`` (llvmlite's gep takes no vectors)."""
+
+    def __init__(self, parent, ptr, idx, name=""):  # noqa: ANN001
+        super().__init__(parent, ir.VectorType(ptr.type, _N), "getelementptr", [ptr, idx],
+                         name=name)
+
+    def descr(self, buf):  # noqa: ANN001, ANN201
+        p, i = self.operands
+        buf.append(f"getelementptr float, {p.type} {p.get_reference()}, "
+                   f"{i.type} {i.get_reference()}\n")
+
+
+def _transpose(builder, rows):  # noqa: ANN001, ANN202
+    """16 vectors rows[u][e] -> cols[e][u]: stage k swaps bit k of the row and column index."""
+    rows = list(rows)
+    for k in range(4):
+        b = 1 << k
+        lo = ir.Constant(_VI, [c if not c & b else _N + c - b for c in range(_N)])
+        hi = ir.Constant(_VI, [c + b if not c & b else _N + c for c in range(_N)])
+        out = list(rows)
+        for i in range(_N):
+            if not i & b:
+                out[i] = builder.shuffle_vector(rows[i], rows[i + b], lo)
+                out[i + b] = builder.shuffle_vector(rows[i], rows[i + b], hi)
+        rows = out
+    return rows
+
+
+@intrinsic
+def pack_lanes16(typingctx, dst, doff, dstride, src, starts, lens, j0, table, codes, coff):  # noqa: ANN001, ANN201, ARG001
+    """For e, u < 16: ``dst[doff + e * dstride + u] = v * table[codes[coff + 16 e + u]]`` with
+    ``v = src[starts[u] + j0 + e]`` if ``j0 + e < lens[u]`` else 0 (never read).
+
+    ``dst``, ``src``, ``table``: float32; ``starts``/``lens``: int64 (16,); ``codes``: int32 with
+    every entry < TABLE and ``table`` at least TABLE long from its start; offsets int64. The 16
+    destination rows must not overlap the sources.
+    """
+    sig = types.void(dst, doff, dstride, src, starts, lens, j0, table, codes, coff)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        dst_, doff_, dstride_, src_, starts_, lens_, j0_, table_, codes_, coff_ = args
+        tys = signature.args
+
+        def data(k, v):  # noqa: ANN001, ANN202
+            return context.make_array(tys[k])(context, builder, v).data
+
+        dptr, sptr, stp, lnp, tptr, cptr = (data(0, dst_), data(3, src_), data(4, starts_),
+                                            data(5, lens_), data(7, table_), data(8, codes_))
+        mod = builder.module
+        mload = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(_V, [sptr.type, _i32, _VB, _V]), "llvm.masked.load.v16f32.p0")
+        zero = ir.Constant(_V, [0.0] * _N)
+        iota = ir.Constant(_VI, list(range(_N)))
+        undef_vi = ir.Constant(_VI, ir.Undefined)
+        splat0 = ir.Constant(_VI, [0] * _N)
+        rows = []
+        for u in range(_N):
+            s = builder.load(builder.gep(stp, [ir.Constant(_i64, u)]))
+            n = builder.load(builder.gep(lnp, [ir.Constant(_i64, u)]))
+            rem = builder.sub(n, j0_)  # values of lane u from j0 on (may be <= 0)
+            rem = builder.select(builder.icmp_signed("<", rem, ir.Constant(_i64, 0)),
+                                 ir.Constant(_i64, 0), rem)
+            rem = builder.select(builder.icmp_signed(">", rem, ir.Constant(_i64, _N)),
+                                 ir.Constant(_i64, _N), rem)
+            remv = builder.insert_element(undef_vi, builder.trunc(rem, _i32),
+                                          ir.Constant(_i32, 0))
+            remv = builder.shuffle_vector(remv, undef_vi, splat0)
+            mask = builder.icmp_signed("<", iota, remv)
+            p = builder.gep(sptr, [builder.add(s, j0_)])
+            rows.append(builder.call(mload, [p, ir.Constant(_i32, 4), mask, zero]))
+        cols = _transpose(builder, rows)
+        if PERMUTE_TABLE:
+            perm = cgutils.get_or_insert_function(
+                mod, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
+            t_lo = builder.load(builder.bitcast(tptr, _V.as_pointer()), align=4)
+            t_hi = builder.load(builder.bitcast(builder.gep(tptr, [ir.Constant(_i64, _N)]),
+                                                _V.as_pointer()), align=4)
+        else:
+            gather = cgutils.get_or_insert_function(
+                mod, ir.FunctionType(_V, [ir.VectorType(tptr.type, _N), _i32, _VB, _V]),
+                "llvm.masked.gather.v16f32.v16p0")
+            all_on = ir.Constant(_VB, [1] * _N)
+        for e in range(_N):
+            ip = builder.gep(cptr, [builder.add(coff_, ir.Constant(_i64, e * _N))])
+            idx = builder.load(builder.bitcast(ip, _VI.as_pointer()), align=4)
+            if PERMUTE_TABLE:
+                tv = builder.call(perm, [t_lo, idx, t_hi])
+            else:
+                g = _VecGEP(builder.block, tptr, idx, name="tab")
+                builder._insert(g)
+                tv = builder.call(gather, [g, ir.Constant(_i32, 4), all_on, zero])
+            w = builder.fmul(cols[e], tv)
+            op = builder.gep(dptr, [builder.add(doff_, builder.mul(dstride_,
+                                                                   ir.Constant(_i64, e)))])
+            builder.store(w, builder.bitcast(op, _V.as_pointer()), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
