@@ -132,9 +132,10 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     return out
 
 
-#: the query's hits with a (calibrated) E-value at most this pass their neighbours on (held-out
-#: train-fold queries, docs/decisions.md)
-LINK_EVALUE = 1e-3
+#: the query's hits with a (calibrated) E-value at most this pass their neighbours on, at
+#: ``PATH_PENALTY`` times the weaker link's E-value (held-out train-fold queries, homalign.tuned)
+LINK_EVALUE = 1e-4
+PATH_PENALTY = 100.0
 
 
 def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
@@ -142,15 +143,15 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
                         params: EVDParams, tail: Any) -> tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]:
     """Intermediate-sequence search (:mod:`homalign.search.neighbours`): each target's E-value
-    becomes the best of its own and ``max(E(q, n), E(n, t))`` over the query's hits ``n`` with
-    E ≤ :data:`LINK_EVALUE`; targets reached only so are scored too (one batched call).
+    becomes the best of its own and ``PATH_PENALTY · max(E(q, n), E(n, t))`` over the query's
+    hits ``n`` with E ≤ :data:`LINK_EVALUE`; targets reached only so are scored too (one batched call).
     Unchanged when the database has no neighbour lists."""
     from homalign.search.neighbours import lifted_evalues, neighbours_of
 
     nb = neighbours_of(db, ranking.fingerprint)
     if nb is None:
         return cand, scores, evals
-    reach, lifted = lifted_evalues(nb, cand, evals, LINK_EVALUE)
+    reach, lifted = lifted_evalues(nb, cand, evals, LINK_EVALUE, PATH_PENALTY)
     extra = np.setdiff1d(reach, cand)
     if len(extra):
         xs = _batched_scores(ranking, q, qrep, db, extra)

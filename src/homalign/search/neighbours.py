@@ -92,15 +92,16 @@ def neighbours_of(db: Any, fingerprint: str) -> Neighbours | None:
 
 
 def lifted_evalues(neighbours: Neighbours, hits: np.ndarray, hit_evalues: np.ndarray,
-                   link_evalue: float) -> tuple[np.ndarray, np.ndarray]:
+                   link_evalue: float, penalty: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Targets reached through the query's hits ``hits`` with E ≤ ``link_evalue``: (targets,
-    E-values), each target's value the best over its paths of ``max(E(q, n), E(n, t))``."""
+    E-values), each target's value the best over its paths of
+    ``penalty · max(E(q, n), E(n, t))`` (``penalty`` prices the many paths a query has)."""
     keep = hit_evalues <= link_evalue
     targets, values = [], []
     for n, e_qn in zip(hits[keep], hit_evalues[keep], strict=True):
         idx, e_nt = neighbours.of(int(n))
         targets.append(idx.astype(np.int64))
-        values.append(np.maximum(e_nt, e_qn))
+        values.append(penalty * np.maximum(e_nt, e_qn))
     t = np.concatenate(targets) if targets else np.zeros(0, dtype=np.int64)
     v = np.concatenate(values) if values else np.zeros(0)
     if len(t) == 0:
