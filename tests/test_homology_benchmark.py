@@ -289,3 +289,22 @@ def test_cross_fold_decoys_come_from_held_out_folds_and_share_none_with_the_quer
     assert all(d.id.startswith(("da9x", "da24x")) for d in decoys)
     with pytest.raises(ValueError, match="share folds"):
         cross_fold_decoys(fa, ["da9x0_"], n_queries=1, n_decoys=12)
+
+
+def test_run_benchmark_on_a_makedb_directory_equals_its_fasta(tmp_path):
+    from homalign.search import makedb
+
+    db, ql = _synthetic_scop(tmp_path)
+    dbdir = makedb(db, tmp_path / "scop.db")
+    on_fasta = run_benchmark(db, ql, ["learned"], tmp_path / "a", progress=False)
+    on_dir = run_benchmark(dbdir, ql, ["learned"], tmp_path / "b", progress=False)
+    for key in ("queries", "family", "superfamily", "fold"):
+        assert on_dir[0][key] == on_fasta[0][key]
+    # the directory's float16 embeddings: the same hits, scores within 1e-4 relative
+    a = [x.split("\t") for x in (tmp_path / "a" / "hits" / "learned.tsv").read_text().split("\n")
+         if x]
+    b = [x.split("\t") for x in (tmp_path / "b" / "hits" / "learned.tsv").read_text().split("\n")
+         if x]
+    assert [x[:2] for x in a[:20]] == [x[:2] for x in b[:20]]
+    np.testing.assert_allclose([float(x[2]) for x in a[:20]], [float(x[2]) for x in b[:20]],
+                               rtol=1e-4)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import os
 import shutil
@@ -531,6 +532,10 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
     set_threads(threads)  # homalign's methods get the peers' thread count
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    search_db = None
+    if Path(db_fasta).is_dir():  # a makedb directory: its embeddings (and neighbour lists)
+        search_db = SequenceDB.load(db_fasta, verify=False)
+        db_fasta = Path(json.loads((Path(db_fasta) / "manifest.json").read_text())["source"])
     labels = labels_from_fasta(db_fasta)
     queries = read_query_list(query_list, labels)
     if limit is not None:
@@ -539,7 +544,7 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
     index = ScopIndex(labels)
     print(f"homology benchmark: {scored_report(len(queries), unscored(queries, index))}",
           file=sys.stderr)
-    db = SequenceDB.from_fasta(db_fasta)
+    db = search_db if search_db is not None else SequenceDB.from_fasta(db_fasta)
     dataset = f"{Path(db_fasta).name}, {Path(query_list).name}"
     summary, per_query_rows, pr_rows = [], [], []
     with tempfile.TemporaryDirectory(prefix="homology-peers-", dir=out) as tmp:
@@ -685,7 +690,9 @@ def _threads(n: int | None) -> int:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Arguments of ``homalign benchmark homology``."""
     p.add_argument("--db", required=True, metavar="FASTA",
-                   help="ASTRAL FASTA (headers '>id class.fold.superfamily.family ...')")
+                   help="ASTRAL FASTA (headers '>id class.fold.superfamily.family ...'), or a "
+                        "makedb directory of one (homalign searches it, with its stored "
+                        "embeddings and neighbour lists; the peers get its FASTA)")
     p.add_argument("--queries", required=True, metavar="LIST", help="query ids, one a line")
     p.add_argument("--methods", default="sw,blastp,mmseqs", metavar="M1,M2,...",
                    help=f"homalign methods and peers ({', '.join(PEERS)}); METHOD@N is an "
