@@ -171,7 +171,7 @@ def test_pack_lanes16_is_the_exact_transposed_product() -> None:
     def pack(dst, stride, src, starts, lens, table, codes, T):  # noqa: ANN001, ANN202
         for j0 in range(0, T, 16):
             pack_lanes16(dst, j0 * stride + 3, stride, src, starts, lens, j0, table, codes,
-                         j0 * 16)
+                         j0 * 16, np.float32(-np.inf))
 
     rng = np.random.default_rng(5)
     lens = np.array([0, 1, 15, 16, 17, 31, 33, 2, 40, 5, 0, 16, 9, 1, 38, 20], dtype=np.int64)
@@ -186,5 +186,96 @@ def test_pack_lanes16_is_the_exact_transposed_product() -> None:
     pack(dst, stride, src, starts, lens, table, codes, T)
     for j in range(tp):
         for u in range(16):
-            v = src[starts[u] + j] if j < lens[u] else np.float32(0.0)
+            v = src[starts[u] + j] if j < lens[u] else np.float32(-np.inf)
             assert dst[j * stride + 3 + u] == np.float32(v * table[codes[j * 16 + u]])
+
+
+# ------------------------------------------- inter-sequence score-only Smith-Waterman (dp.lanes)
+def _sw_pairs(rng: np.random.Generator, n: int, kind: str, lo: int = 1, hi: int = 60):
+    from homalign.dp import GapCosts
+
+    mats, gaps = [], []
+    for k in range(n):
+        lq, lt = (int(x) for x in rng.integers(lo, hi + 1, 2))
+        if k % 7 == 0:
+            lq = 1  # one-row and one-column pairs
+        if k % 11 == 0:
+            lt = 1
+        if kind == "int":
+            S = rng.integers(-6, 9, (lq, lt)).astype(np.float32)
+        else:
+            S = rng.normal(-0.5, 3.0, (lq, lt)).astype(np.float32)
+        if k % 5 == 1:
+            S[rng.random((lq, lt)) < 0.2] = -np.inf  # forbidden pairs
+        if k % 9 == 2:
+            S = -np.abs(S) - 1  # nothing positive: the empty alignment
+        if k % 13 == 3:
+            S[0, 0] = 1e6  # an extreme cell
+        mats.append(S)
+        if kind == "ps":
+            g = GapCosts.from_vectors(
+                lq, lt, q_ins_open=rng.uniform(0, 5, lq) * (rng.random(lq) < 0.8),
+                q_ins_ext=rng.uniform(0, 1, lq), t_del_open=rng.uniform(0, 5, lt),
+                t_del_ext=rng.uniform(0, 1, lt) * (rng.random(lt) < 0.8),
+                t_ins_open=rng.uniform(0, 1, lt + 1), t_ins_ext=rng.uniform(0, 0.5, lt + 1),
+                q_del_open=rng.uniform(0, 1, lq + 1), q_del_ext=rng.uniform(0, 0.5, lq + 1))
+        else:
+            g = GapCosts.uniform(lq, lt, *((11.0, 1.0) if k % 3 else (4.5, 0.25)))
+        gaps.append(g)
+    return mats, gaps
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "ps"])
+@pytest.mark.parametrize("n", [1, 7, 8, 15, 16, 17, 33, 50])
+def test_lane_sw_equals_the_per_pair_kernels_bit_for_bit(kind: str, n: int) -> None:
+    from homalign.dp import align_batch, align_score
+
+    rng = np.random.default_rng(n * 10 + len(kind))
+    mats, gaps = _sw_pairs(rng, n, kind)
+    ref = [align_score(S, g, "local") for S, g in zip(mats, gaps, strict=True)]
+    assert align_batch(mats, gaps, "local", score_only=True) == ref
+    assert any(r == 0.0 for r in ref) or n < 9
+
+
+def test_lane_sw_runs_and_does_not_depend_on_threads() -> None:
+    from homalign.dp import align_batch, lanes
+
+    rng = np.random.default_rng(4)
+    mats, gaps = _sw_pairs(rng, 40, "ps", 20, 90)
+    consts = np.zeros((40, 4), dtype=np.float32)
+    out = np.full(40, np.nan, dtype=np.float32)
+    kv = [g.kernel_vectors() for g in gaps]
+    vecs = tuple(np.concatenate([v[c] for v in kv]) for c in range(8))
+    lqs = np.array([m.shape[0] for m in mats])
+    lts = np.array([m.shape[1] for m in mats])
+    from homalign.dp.batch import _offsets
+
+    v_off = np.stack([_offsets(lqs), _offsets(lts + 1), _offsets(lts), _offsets(lqs + 1)], axis=1)
+    done = lanes.score_local_lanes(mats, np.arange(40), lqs, lts, vecs, v_off, consts,
+                                   np.zeros(40, dtype=bool), out)
+    assert len(done) == 40 - 40 % lanes.LANES or len(done) == 40  # the lane kernel did run
+    ref = align_batch(mats, gaps, "local", score_only=True)
+    assert [float(out[k]) for k in done] == [ref[k] for k in done]
+    old = numba.get_num_threads()
+    try:
+        for t in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(t)
+            assert align_batch(mats, gaps, "local", score_only=True) == ref
+    finally:
+        numba.set_num_threads(old)
+
+
+@pytest.mark.parametrize("kind", ["int", "ps"])
+def test_lane_sw_equals_brute_force_on_tiny_pairs(kind: str) -> None:
+    from tests.test_dp_bruteforce import brute_best
+
+    from homalign.dp import align_batch
+
+    rng = np.random.default_rng(21 if kind == "int" else 22)
+    mats, gaps = _sw_pairs(rng, 24, kind, 1, 3)
+    got = align_batch(mats, gaps, "local", score_only=True)
+    names = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext", "t_del_open", "t_del_ext",
+             "q_del_open", "q_del_ext")
+    for S, g, score in zip(mats, gaps, got, strict=True):
+        best = brute_best(S, {k: getattr(g, k) for k in names}, "local")
+        assert score == pytest.approx(max(best, 0.0), rel=1e-6, abs=1e-5)

@@ -4,6 +4,11 @@ The score matrices go in as a typed list (no copy) and the gap vectors are packe
 buffers with offsets, so one compiled, parallel call handles pairs of any shapes; each pair runs
 the same kernels as :func:`align` / :func:`align_score`, so the results are identical. Threads:
 ``NUMBA_NUM_THREADS`` (or ``numba.set_num_threads``).
+
+Score-only local pairs whose gap costs allow the fast kernels (constant go >= ge >= 0, or
+position-specific and all >= 0) run instead 16 at a time in the inter-sequence kernel of
+:mod:`homalign.dp.lanes` (pairs with equal constant costs together), bit-identical to the
+per-pair kernels; pairs left over (a group of fewer than 8) take the per-pair kernels.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from numba.typed import List
 
 from homalign.dp.gaps import GapCosts
 from homalign.dp.kernels import gotoh, score_constant, score_general, score_integral, traceback
-from homalign.dp.modes import mode_code
+from homalign.dp.lanes import score_local_lanes
+from homalign.dp.modes import LOCAL, mode_code
 from homalign.dp.pairwise import integral_bound_ok, validate_scores
 from homalign.dp.result import DPResult, from_ops
 
@@ -41,7 +47,9 @@ def _batch_kernel(  # noqa: ANN201, PLR0913
         tde = vecs[5][v_off[k, 2]:v_off[k, 2] + lt]
         qdo = vecs[6][v_off[k, 3]:v_off[k, 3] + lq + 1]
         qde = vecs[7][v_off[k, 3]:v_off[k, 3] + lq + 1]
-        if trace:
+        if kind[k] < 0:
+            pass  # scored by the lane kernel
+        elif trace:
             dirs = np.empty((lq + 1, lt + 1), np.uint8)
             sc, ei, ej, es = gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs)
             nops, si, sj = traceback(dirs, ei, ej, es, ops[o_off[k]:o_off[k] + lq + lt])
@@ -115,6 +123,10 @@ def align_batch(
     o_off = _offsets(lqs + lts)
     scores = np.empty(n, dtype=np.float32)
     meta = np.zeros((n, 3), dtype=np.int64)
+    if score_only and code == LOCAL:
+        done = score_local_lanes(mats, np.flatnonzero(kind > 0), lqs, lts, vecs, v_off, cparams,
+                                 np.array([c is not None for c in consts]), scores)
+        kind[done] = -1
     _batch_kernel(
         List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
         ops, o_off, scores, meta,

@@ -17,7 +17,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["PERMUTE_TABLE", "TABLE", "pack_lanes16"]
+__all__ = ["PERMUTE_TABLE", "TABLE", "pack_lanes16", "pack_lanes16_at"]
 
 _N = 16
 TABLE = 32  # entries of the lookup table per row (vpermi2ps: two registers of 16)
@@ -72,19 +72,12 @@ def _transpose(builder, rows):  # noqa: ANN001, ANN202
     return rows
 
 
-@intrinsic
-def pack_lanes16(typingctx, dst, doff, dstride, src, starts, lens, j0, table, codes, coff):  # noqa: ANN001, ANN201, ARG001
-    """For e, u < 16: ``dst[doff + e * dstride + u] = v * table[codes[coff + 16 e + u]]`` with
-    ``v = src[starts[u] + j0 + e]`` if ``j0 + e < lens[u]`` else 0 (never read).
-
-    ``dst``, ``src``, ``table``: float32; ``starts``/``lens``: int64 (16,); ``codes``: int32 with
-    every entry < TABLE and ``table`` at least TABLE long from its start; offsets int64. The 16
-    destination rows must not overlap the sources.
-    """
-    sig = types.void(dst, doff, dstride, src, starts, lens, j0, table, codes, coff)
+def _pack_codegen(by_address: bool):  # noqa: ANN202
+    """The body of pack_lanes16 (``by_address``: ``starts`` are byte addresses of float32
+    data and ``src`` is not used)."""
 
     def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
-        dst_, doff_, dstride_, src_, starts_, lens_, j0_, table_, codes_, coff_ = args
+        dst_, doff_, dstride_, src_, starts_, lens_, j0_, table_, codes_, coff_, fill_ = args
         tys = signature.args
 
         def data(k, v):  # noqa: ANN001, ANN202
@@ -96,6 +89,9 @@ def pack_lanes16(typingctx, dst, doff, dstride, src, starts, lens, j0, table, co
         mload = cgutils.get_or_insert_function(
             mod, ir.FunctionType(_V, [sptr.type, _i32, _VB, _V]), "llvm.masked.load.v16f32.p0")
         zero = ir.Constant(_V, [0.0] * _N)
+        fillv = builder.insert_element(ir.Constant(_V, ir.Undefined), fill_, ir.Constant(_i32, 0))
+        fillv = builder.shuffle_vector(fillv, ir.Constant(_V, ir.Undefined),
+                                       ir.Constant(_VI, [0] * _N))
         iota = ir.Constant(_VI, list(range(_N)))
         undef_vi = ir.Constant(_VI, ir.Undefined)
         splat0 = ir.Constant(_VI, [0] * _N)
@@ -112,8 +108,12 @@ def pack_lanes16(typingctx, dst, doff, dstride, src, starts, lens, j0, table, co
                                           ir.Constant(_i32, 0))
             remv = builder.shuffle_vector(remv, undef_vi, splat0)
             mask = builder.icmp_signed("<", iota, remv)
-            p = builder.gep(sptr, [builder.add(s, j0_)])
-            rows.append(builder.call(mload, [p, ir.Constant(_i32, 4), mask, zero]))
+            if by_address:
+                base = builder.inttoptr(s, sptr.type)
+                p = builder.gep(base, [j0_])
+            else:
+                p = builder.gep(sptr, [builder.add(s, j0_)])
+            rows.append(builder.call(mload, [p, ir.Constant(_i32, 4), mask, fillv]))
         cols = _transpose(builder, rows)
         if PERMUTE_TABLE:
             perm = cgutils.get_or_insert_function(
@@ -141,4 +141,27 @@ def pack_lanes16(typingctx, dst, doff, dstride, src, starts, lens, j0, table, co
             builder.store(w, builder.bitcast(op, _V.as_pointer()), align=4)
         return context.get_dummy_value()
 
-    return sig, codegen
+    return codegen
+
+
+@intrinsic
+def pack_lanes16(typingctx, dst, doff, dstride, src, starts, lens, j0, table, codes, coff, fill):  # noqa: ANN001, ANN201, ARG001, E501
+    """For e, u < 16: ``dst[doff + e * dstride + u] = v * table[codes[coff + 16 e + u]]`` with
+    ``v = src[starts[u] + j0 + e]`` if ``j0 + e < lens[u]`` else ``fill`` (float32; that
+    element of ``src`` is not read).
+
+    ``dst``, ``src``, ``table``: float32; ``starts``/``lens``: int64 (16,); ``codes``: int32 with
+    every entry < TABLE and ``table`` at least TABLE long from its start; offsets int64. The 16
+    destination rows must not overlap the sources.
+    """
+    sig = types.void(dst, doff, dstride, src, starts, lens, j0, table, codes, coff, fill)
+    return sig, _pack_codegen(False)
+
+
+@intrinsic
+def pack_lanes16_at(typingctx, dst, doff, dstride, src, addrs, lens, j0, table, codes, coff, fill):  # noqa: ANN001, ANN201, ARG001, E501
+    """:func:`pack_lanes16` with lane ``u`` read from the float32 data at byte address
+    ``addrs[u]`` (int64) instead of ``src[starts[u]:]`` (``src``: any float32 array, unused).
+    The caller keeps the arrays behind the addresses alive."""
+    sig = types.void(dst, doff, dstride, src, addrs, lens, j0, table, codes, coff, fill)
+    return sig, _pack_codegen(True)

@@ -1,0 +1,244 @@
+"""Inter-sequence (SWIPE-style) score-only local alignment: 16 pairs at a time, one per lane.
+
+The pairs of a group run as one DP over the largest query and target length of the group, each
+cell a vector of ``LANES`` float32 values, one pair per lane; a pair's cells outside its own
+matrix score -inf, so they never reach a real cell (paths only go down and right) and never beat
+one (gap costs are >= 0). All per-cell state of a column lives in one buffer at fixed offsets
+(``_Q*``): LLVM then proves the lane loop free of aliasing and emits whole-vector code, the
+sequential D recurrence included (each lane runs its own). Each row of scores is moved into the
+lanes by :func:`homalign.dp.simd.pack_lanes16` (16 x 16 transposes in registers).
+
+Two kernels: ``_group_const`` for a group whose pairs all have the same position-independent
+costs (scalars, 7 slots a column) and ``_group_vec`` for position-specific costs (the eight
+vectors, per lane). Every lane performs, cell by cell, the same float32 operations in the same
+order as :func:`homalign.dp.kernels.score_constant` / ``score_general`` (max is exact), so the
+scores are bit-identical to them, hence to ``gotoh`` and ``score_integral``, whatever the other
+lanes hold. Conditions (checked by the caller): local mode, and all eight gap vectors >= 0 or
+constant costs with go >= ge >= 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from homalign.dp.simd import TABLE, pack_lanes16_at
+
+__all__ = ["LANES", "score_local_lanes"]
+
+LANES = 16
+NEG = np.float32(-np.inf)
+# slots of a column block (LANES floats each): S, the states H, I (E), D, T = max(M, I), O = H of
+# the row above (saved before it is overwritten: the next column's diagonal), B = running best;
+# position-specific costs add the target's costs of the column (I: t_ins at column j, D: t_del
+# of residue j) and the lane's query-side costs of the row (copied along the row)
+(_QS, _QH, _QE, _QD, _QT, _QO, _QB,
+ _QTIO, _QTIE, _QTDO, _QTDE, _QAO, _QAE, _QRO, _QRE) = (k * LANES for k in range(15))
+_QL_CONST = 7 * LANES
+_QL = 15 * LANES
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes):  # noqa: ANN001, ANN202, PLR0913
+    """Row i of every pair of the group into the S slots (-inf outside a pair's matrix)."""
+    n = idx.shape[0]
+    for u in range(n):
+        k = idx[u]
+        if i < lqs[k]:
+            starts[u] = addrs[k] + i * lts[k] * 4  # byte address of S_k[i, 0]
+            lens[u] = lts[k]
+        else:
+            starts[u] = addrs[k]
+            lens[u] = 0
+    for j0 in range(0, T, LANES):
+        pack_lanes16_at(B, j0 * ql + (ql + _QS), ql, ones, starts, lens, j0, ones, zcodes,
+                        j0 * LANES, NEG)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group_const(addrs, idx, lqs, lts, go_i, ge_i, go_d, ge_d, out):  # noqa: ANN001, ANN201, PLR0913
+    """Best local score of the pairs ``idx`` (<= LANES, costs shared) into ``out``."""
+    n = idx.shape[0]
+    T = 0
+    Q = 0
+    for u in range(n):
+        T = max(T, lts[idx[u]])
+        Q = max(Q, lqs[idx[u]])
+    tp = (T + LANES - 1) // LANES * LANES
+    ql = _QL_CONST
+    B = np.full((tp + 1) * ql, NEG, dtype=np.float32)
+    starts = np.zeros(LANES, dtype=np.int64)
+    lens = np.zeros(LANES, dtype=np.int64)
+    ones = np.ones(TABLE, dtype=np.float32)
+    zcodes = np.zeros(tp * LANES, dtype=np.int32)
+    zero = np.float32(0.0)
+    for i in range(Q):
+        _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
+        # column 0 (local mode): H = I = T = -inf, so D starts at -inf; O, D, T stay -inf
+        for jj in range(T):
+            pb = jj * ql  # column jj (done for this row); base: column jj + 1
+            base = pb + ql
+            for u in range(LANES):
+                hd = B[pb + _QO + u]  # H(i-1, j-1)
+                hu = B[base + _QH + u]  # H(i-1, j)
+                B[base + _QO + u] = hu
+                m = (hd if hd > zero else zero) + B[base + _QS + u]
+                e1 = hu - go_i
+                e2 = B[base + _QE + u] - ge_i
+                e = e1 if e1 > e2 else e2
+                B[base + _QE + u] = e
+                t = m if m > e else e
+                d1 = B[pb + _QT + u] - go_d
+                d2 = B[pb + _QD + u] - ge_d
+                d = d1 if d1 > d2 else d2
+                B[base + _QD + u] = d
+                B[base + _QT + u] = t
+                h = t if t > d else d
+                B[base + _QH + u] = h
+                b = B[pb + _QB + u]
+                B[base + _QB + u] = h if h > b else b
+        for u in range(LANES):  # the running best, to column 0 for the next row
+            B[_QB + u] = B[T * ql + _QB + u]
+    for u in range(n):
+        b = B[_QB + u]
+        out[u] = b if b > zero else zero
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group_vec(addrs, idx, lqs, lts, vecs, v_off, out):  # noqa: ANN001, ANN201, PLR0913
+    """Best local score of the pairs ``idx`` (<= LANES, position-specific costs) into ``out``."""
+    n = idx.shape[0]
+    T = 0
+    Q = 0
+    for u in range(n):
+        T = max(T, lts[idx[u]])
+        Q = max(Q, lqs[idx[u]])
+    tp = (T + LANES - 1) // LANES * LANES
+    ql = _QL
+    B = np.full((tp + 1) * ql, NEG, dtype=np.float32)
+    starts = np.zeros(LANES, dtype=np.int64)
+    lens = np.zeros(LANES, dtype=np.int64)
+    ones = np.ones(TABLE, dtype=np.float32)
+    zcodes = np.zeros(tp * LANES, dtype=np.int32)
+    zero = np.float32(0.0)
+    for jj in range(tp + 1):  # gap costs: 0 outside the pair (any value >= 0 would do)
+        for s in (_QTIO, _QTIE, _QTDO, _QTDE, _QAO, _QAE, _QRO, _QRE):
+            for u in range(LANES):
+                B[jj * ql + s + u] = zero
+    for u in range(n):
+        k = idx[u]
+        lt = lts[k]
+        o1 = v_off[k, 1]
+        o2 = v_off[k, 2]
+        for j in range(lt + 1):
+            B[j * ql + _QTIO + u] = vecs[2][o1 + j]
+            B[j * ql + _QTIE + u] = vecs[3][o1 + j]
+        for j in range(lt):
+            B[(j + 1) * ql + _QTDO + u] = vecs[4][o2 + j]
+            B[(j + 1) * ql + _QTDE + u] = vecs[5][o2 + j]
+    for i in range(Q):
+        _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
+        for u in range(n):
+            k = idx[u]
+            if i < lqs[k]:
+                B[_QAO + u] = vecs[0][v_off[k, 0] + i]
+                B[_QAE + u] = vecs[1][v_off[k, 0] + i]
+                B[_QRO + u] = vecs[6][v_off[k, 3] + i + 1]
+                B[_QRE + u] = vecs[7][v_off[k, 3] + i + 1]
+            else:  # past the pair's last row (its S is -inf there): costs 0
+                B[_QAO + u] = zero
+                B[_QAE + u] = zero
+                B[_QRO + u] = zero
+                B[_QRE + u] = zero
+        for jj in range(T):
+            pb = jj * ql
+            base = pb + ql
+            for u in range(LANES):
+                ao = B[pb + _QAO + u]
+                ae = B[pb + _QAE + u]
+                ro = B[pb + _QRO + u]
+                re = B[pb + _QRE + u]
+                B[base + _QAO + u] = ao
+                B[base + _QAE + u] = ae
+                B[base + _QRO + u] = ro
+                B[base + _QRE + u] = re
+                hd = B[pb + _QO + u]
+                hu = B[base + _QH + u]
+                B[base + _QO + u] = hu
+                m = (hd if hd > zero else zero) + B[base + _QS + u]
+                e1 = hu - (ao + B[base + _QTIO + u])
+                e2 = B[base + _QE + u] - (ae + B[base + _QTIE + u])
+                e = e1 if e1 > e2 else e2
+                B[base + _QE + u] = e
+                t = m if m > e else e
+                d1 = B[pb + _QT + u] - (B[base + _QTDO + u] + ro)
+                d2 = B[pb + _QD + u] - (B[base + _QTDE + u] + re)
+                d = d1 if d1 > d2 else d2
+                B[base + _QD + u] = d
+                B[base + _QT + u] = t
+                h = t if t > d else d
+                B[base + _QH + u] = h
+                b = B[pb + _QB + u]
+                B[base + _QB + u] = h if h > b else b
+        for u in range(LANES):
+            B[_QB + u] = B[T * ql + _QB + u]
+    for u in range(n):
+        b = B[_QB + u]
+        out[u] = b if b > zero else zero
+
+
+@njit(cache=True, parallel=True)
+def _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off, cparams, const, scores):  # noqa: ANN001, ANN201, PLR0913
+    for g in prange(bounds.shape[0] - 1):
+        idx = order[bounds[g]:bounds[g + 1]]
+        o = np.zeros(idx.shape[0], dtype=np.float32)
+        if const[g]:
+            c = cparams[idx[0]]
+            _group_const(addrs, idx, lqs, lts, c[0], c[1], c[2], c[3], o)
+        else:
+            _group_vec(addrs, idx, lqs, lts, vecs, v_off, o)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = o[u]
+
+
+MIN_FILL = LANES // 2  # a group with fewer pairs is left to the per-pair kernels
+
+
+def score_local_lanes(mats, which: np.ndarray, lqs: np.ndarray, lts: np.ndarray, vecs,
+                      v_off: np.ndarray, cparams: np.ndarray, has_const: np.ndarray,
+                      scores: np.ndarray) -> np.ndarray:
+    """Fill ``scores[k]`` for pairs of ``which`` (indices into ``mats``, C-contiguous float32
+    matrices), LANES at a time: ``align_batch``'s packed gap vectors ``vecs``/``v_off``, its
+    constant costs ``cparams`` (n, 4) float32 where ``has_const``. Pairs with the same constant
+    costs go together (and position-specific ones together), then by shape (target, then query
+    length); a group of fewer than MIN_FILL pairs is not run. Returns the pairs scored."""
+    which = np.asarray(which, dtype=np.int64)
+    if which.size == 0:
+        return which
+    key = np.full(len(mats), -1, dtype=np.int64)  # one key per cost tuple; position-specific -1
+    cw = which[has_const[which]]
+    if cw.size:
+        _, inv = np.unique(cparams[cw], axis=0, return_inverse=True)
+        key[cw] = inv.reshape(-1)
+    order = which[np.lexsort((lqs[which], lts[which], key[which]))]
+    kk = key[order]
+    bounds = [0]
+    for p in range(1, order.size + 1):  # groups of <= LANES with one key
+        if p == order.size or kk[p] != kk[bounds[-1]] or p - bounds[-1] == LANES:
+            bounds.append(p)
+    keep = [g for g in range(len(bounds) - 1) if bounds[g + 1] - bounds[g] >= MIN_FILL]
+    if not keep:
+        return which[:0]
+    order = np.concatenate([order[bounds[g]:bounds[g + 1]] for g in keep])
+    sizes_g = np.array([bounds[g + 1] - bounds[g] for g in keep], dtype=np.int64)
+    const = np.array([kk[bounds[g]] >= 0 for g in keep])
+    bounds = np.concatenate(([0], np.cumsum(sizes_g))).astype(np.int64)
+    addrs = np.zeros(len(mats), dtype=np.int64)  # the kernel reads the matrices in place
+    for k in order:
+        m = mats[k]
+        if not (m.dtype == np.float32 and m.flags.c_contiguous and m.shape == (lqs[k], lts[k])):
+            raise ValueError("score_local_lanes needs C-contiguous float32 matrices")
+        addrs[k] = m.ctypes.data
+    _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off,
+                np.ascontiguousarray(cparams, dtype=np.float32), const, scores)
+    return order
