@@ -146,7 +146,7 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
         r = R[i]
         for j0 in range(0, T, LANES):  # W = X * R[code] of 16 columns: transpose + lookup
             pack_lanes16(S, j0 * _QL + (_QL + _QW), _QL, xr, gstarts, glens, j0, r, gcode,
-                         j0 * LANES)
+                         j0 * LANES, f0)
         for jj in range(T):
             pb = jj * _QL  # column jj (done for row i), base: column jj + 1
             base = pb + _QL
