@@ -127,10 +127,11 @@ def align_batch(
         done = score_local_lanes(mats, np.flatnonzero(kind > 0), lqs, lts, vecs, v_off, cparams,
                                  np.array([c is not None for c in consts]), scores)
         kind[done] = -1
-    _batch_kernel(
-        List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
-        ops, o_off, scores, meta,
-    )
+    if not score_only or (kind >= 0).any():
+        _batch_kernel(
+            List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
+            ops, o_off, scores, meta,
+        )
     if score_only:
         return [float(s) for s in scores]
     return [
