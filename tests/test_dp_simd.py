@@ -136,9 +136,11 @@ def test_parasail_striped_16_and_sat_equal_homalign(seed: int) -> None:
         assert theirs == ours
 
 
+@pytest.mark.slow
 def test_lane_kernel_on_a_generic_cpu_target_equals_the_scalar_kernel(tmp_path) -> None:
-    """NUMBA_CPU_NAME=generic: no AVX-512 table permute (masked gather) and generic lowering of
-    the transposing loads; the scores must not change."""
+    """NUMBA_CPU_NAME=generic: no AVX-512 table permute (masked gathers) and generic lowering of
+    the transposing loads, for the forward and both lane SW kernels; the scores must not
+    change."""
     code = (
         "import numpy as np\n"
         "from homalign.dp import simd\n"
@@ -150,6 +152,20 @@ def test_lane_kernel_on_a_generic_cpu_target_equals_the_scalar_kernel(tmp_path) 
         "a = local_forward_batch(*args)\n"
         "b = local_forward_batch(*args, scalar=True)\n"
         "np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)\n"
+        "from homalign.dp import align_batch, align_score\n"
+        "from homalign.dp.lanes import score_local_codes\n"
+        "from tests.test_dp_simd import _sw_pairs\n"
+        "for kind in ('float', 'ps'):\n"
+        "    mats, gaps = _sw_pairs(np.random.default_rng(3), 20, kind)\n"
+        "    assert align_batch(mats, gaps, 'local', True) == [\n"
+        "        align_score(S, g, 'local') for S, g in zip(mats, gaps)]\n"
+        "M = rng.normal(0, 2, (5, 5)).astype(np.float32)\n"
+        "qs = [rng.integers(0, 5, 30) for _ in range(18)]\n"
+        "ts = [rng.integers(0, 5, 25) for _ in range(18)]\n"
+        "from homalign.dp import GapCosts\n"
+        "assert [float(x) for x in score_local_codes(qs, ts, M, 1.0, 0.5)] == [\n"
+        "    align_score(M[np.ix_(q, t)], GapCosts.uniform(30, 25, 1.0, 0.5), 'local')\n"
+        "    for q, t in zip(qs, ts)]\n"
         "print(repr(a.tobytes().hex()))\n"
     )
     env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(tmp_path),
@@ -279,3 +295,51 @@ def test_lane_sw_equals_brute_force_on_tiny_pairs(kind: str) -> None:
     for S, g, score in zip(mats, gaps, got, strict=True):
         best = brute_best(S, {k: getattr(g, k) for k in names}, "local")
         assert score == pytest.approx(max(best, 0.0), rel=1e-6, abs=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 40])
+def test_codes_lane_sw_equals_align_score_and_parasail(n: int) -> None:
+    parasail = pytest.importorskip("parasail")
+    from homalign.alphabet import encode
+    from homalign.dp import GapCosts, align_score
+    from homalign.dp.lanes import score_local_codes
+    from homalign.matrices import score_matrix, substitution_matrix
+
+    rng = np.random.default_rng(n)
+    pairs = []
+    for k in range(n):
+        lq, lt = (int(x) for x in rng.integers(1, 120, 2))
+        if k % 4 == 1:
+            lq = 1
+        q = "".join(rng.choice(list(AA), lq))
+        t = "".join(rng.choice(list(AA), lt)) if k % 5 != 2 else q[::-1] + q  # related ones
+        pairs.append((q, t))
+    if n > 2:
+        pairs[2] = ("W", "C")  # only the empty alignment
+    for go, ge in ((11.0, 1.0), (5.0, 2.0), (2.5, 0.5)):
+        got = score_local_codes([encode(q) for q, _ in pairs], [encode(t) for _, t in pairs],
+                                substitution_matrix("BLOSUM62"), go, ge)
+        ref = [align_score(score_matrix(encode(q), encode(t)), GapCosts.uniform(
+            len(q), len(t), go, ge), "local") for q, t in pairs]
+        assert [float(x) for x in got] == ref
+        if float(go).is_integer():
+            theirs = [parasail.sw_striped_16(q, t, int(go + ge), int(ge),
+                                             parasail.blosum62).score for q, t in pairs]
+            assert theirs == ref
+
+
+def test_codes_lane_sw_float_matrix_and_empty_sequences() -> None:
+    from homalign.dp import GapCosts, align_score
+    from homalign.dp.lanes import score_local_codes
+
+    rng = np.random.default_rng(9)
+    M = rng.normal(-0.5, 2.0, (7, 7)).astype(np.float32)
+    qs = [rng.integers(0, 7, int(rng.integers(1, 50))) for _ in range(21)]
+    ts = [rng.integers(0, 7, int(rng.integers(1, 50))) for _ in range(21)]
+    got = score_local_codes(qs, ts, M, 1.3, 0.7)
+    ref = [align_score(M[np.ix_(q, t)], GapCosts.uniform(len(q), len(t), 1.3, 0.7), "local")
+           for q, t in zip(qs, ts, strict=True)]
+    assert [float(x) for x in got] == ref
+    assert list(score_local_codes([[], [1, 2]], [[3], []], M)) == [0.0, 0.0]
+    with pytest.raises(ValueError, match="codes"):
+        score_local_codes([[7]], [[0]], M)

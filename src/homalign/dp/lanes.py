@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from homalign.dp.simd import TABLE, pack_lanes16_at
+from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at
 
-__all__ = ["LANES", "score_local_lanes"]
+__all__ = ["LANES", "score_local_codes", "score_local_lanes"]
 
 LANES = 16
 NEG = np.float32(-np.inf)
@@ -242,3 +242,121 @@ def score_local_lanes(mats, which: np.ndarray, lqs: np.ndarray, lts: np.ndarray,
     _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off,
                 np.ascontiguousarray(cparams, dtype=np.float32), const, scores)
     return order
+
+
+# ------------------------------------------------ plain substitution matrix: codes, not matrices
+CODE_TABLE = 32  # the lookup table is (CODE_TABLE + 1) x CODE_TABLE: matrix, then -inf padding
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group_codes(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, out):  # noqa: ANN001, ANN201, PLR0913
+    """Best local score of pairs ``idx`` (<= LANES): S[i, j] = table[q[i] * 32 + t[j]]."""
+    n = idx.shape[0]
+    T = 0
+    Q = 0
+    for u in range(n):
+        T = max(T, tl[idx[u]])
+        Q = max(Q, ql_[idx[u]])
+    tp = (T + LANES - 1) // LANES * LANES
+    ql = _QL_CONST
+    B = np.full((tp + 1) * ql, NEG, dtype=np.float32)
+    pad = np.int32(CODE_TABLE - 1)  # a column of -inf
+    starts = np.zeros(LANES, dtype=np.int64)
+    lens = np.zeros(LANES, dtype=np.int64)
+    for u in range(n):
+        starts[u] = to[idx[u]]
+        lens[u] = tl[idx[u]]
+    rows = np.full(LANES, CODE_TABLE * CODE_TABLE, dtype=np.int32)  # the -inf row
+    zero = np.float32(0.0)
+    for i in range(Q):
+        for u in range(n):
+            k = idx[u]
+            rows[u] = qc[qo[k] + i] * CODE_TABLE if i < ql_[k] else CODE_TABLE * CODE_TABLE
+        for j0 in range(0, T, LANES):
+            lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
+        for jj in range(T):
+            pb = jj * ql
+            base_c = pb + ql
+            for u in range(LANES):
+                hd = B[pb + _QO + u]
+                hu = B[base_c + _QH + u]
+                B[base_c + _QO + u] = hu
+                m = (hd if hd > zero else zero) + B[base_c + _QS + u]
+                e1 = hu - go_i
+                e2 = B[base_c + _QE + u] - ge_i
+                e = e1 if e1 > e2 else e2
+                B[base_c + _QE + u] = e
+                t = m if m > e else e
+                d1 = B[pb + _QT + u] - go_d
+                d2 = B[pb + _QD + u] - ge_d
+                d = d1 if d1 > d2 else d2
+                B[base_c + _QD + u] = d
+                B[base_c + _QT + u] = t
+                h = t if t > d else d
+                B[base_c + _QH + u] = h
+                b = B[pb + _QB + u]
+                B[base_c + _QB + u] = h if h > b else b
+        for u in range(LANES):
+            B[_QB + u] = B[T * ql + _QB + u]
+    for u in range(n):
+        b = B[_QB + u]
+        out[u] = b if b > zero else zero
+
+
+@njit(cache=True, parallel=True)
+def _run_codes(table, qc, qo, ql_, tc, to, tl, order, go_i, ge_i, go_d, ge_d, scores):  # noqa: ANN001, ANN201, PLR0913
+    ng = (order.shape[0] + LANES - 1) // LANES
+    for p0 in prange(ng):
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
+        idx = order[g * LANES:min(order.shape[0], (g + 1) * LANES)]
+        o = np.zeros(idx.shape[0], dtype=np.float32)
+        _group_codes(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, o)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = o[u]
+
+
+def score_local_codes(queries, targets, matrix: np.ndarray, gap_open: float = 11.0,
+                      gap_extend: float = 1.0) -> np.ndarray:
+    """Local (Smith-Waterman) scores of the pairs ``(queries[k], targets[k])`` of integer code
+    sequences under a plain substitution ``matrix`` (K x K, K < 32) and uniform gaps (BLAST
+    convention: a gap of length k costs ``open + k * extend``), float32, 16 pairs at a time.
+    Each lane's scores come from its query residue's row of the matrix, permuted by its target
+    codes in registers (:func:`homalign.dp.simd.lookup_lanes16`).
+
+    Equal, bit for bit, to ``align_score(matrix[q][:, t], GapCosts.uniform(..., gap_open,
+    gap_extend), "local")`` (tests check it): the same float32 operations on the same values. A
+    query may be repeated (one query against a database: pass it once per target).
+    """
+    M = np.asarray(matrix, dtype=np.float32)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] >= CODE_TABLE:
+        raise ValueError(f"matrix must be square with fewer than {CODE_TABLE} rows")
+    if not np.all(np.isfinite(M)):
+        raise ValueError("matrix must be finite")
+    n = len(queries)
+    if len(targets) != n:
+        raise ValueError("queries and targets differ in number")
+    ge = np.float32(gap_extend)
+    go = np.float32(np.float32(gap_open) + ge)  # as GapCosts.uniform's kernel vectors
+    if not (go >= ge >= 0):
+        raise ValueError("gap costs must satisfy open + extend >= extend >= 0")
+    if n == 0:
+        return np.zeros(0, dtype=np.float32)
+    K = M.shape[0]
+    table = np.full((CODE_TABLE + 1) * CODE_TABLE, NEG, dtype=np.float32)
+    table[:CODE_TABLE * CODE_TABLE].reshape(CODE_TABLE, CODE_TABLE)[:K, :K] = M
+
+    def packed(seqs):  # noqa: ANN001, ANN202
+        arrs = [np.asarray(s, dtype=np.int64).reshape(-1) for s in seqs]
+        lens = np.array([len(a) for a in arrs], dtype=np.int64)
+        flat = np.concatenate(arrs) if lens.sum() else np.zeros(0, dtype=np.int64)
+        if flat.size and (flat.min() < 0 or flat.max() >= K):
+            raise ValueError(f"codes must lie in [0, {K})")
+        offs = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+        return flat.astype(np.int32), offs, lens
+
+    qc, qo, ql_ = packed(queries)
+    tc, to, tl = packed(targets)
+    order = np.lexsort((ql_, tl)).astype(np.int64)
+    scores = np.zeros(n, dtype=np.float32)
+    _run_codes(table, qc, qo, ql_, tc, to, tl, order, go, ge, go, ge, scores)
+    return scores

@@ -1,11 +1,14 @@
 """Explicit 16-lane vector code that LLVM does not find by itself, as numba intrinsics.
 
 numba has no vector types and LLVM's vectorisers do not turn a transposition or a small table
-lookup into shuffles. :func:`pack_lanes16` emits them directly (LLVM IR through llvmlite): it
-fills 16 columns of a lane-major buffer from 16 row segments (masked loads, a 16 x 16 transpose
-in four shuffle stages) and multiplies each column by a per-lane table lookup (``vpermi2ps`` on
-AVX-512, a masked gather elsewhere). The arithmetic is one float32 multiply per value, so the
-result is bit-identical to the scalar loop it replaces (tests check it).
+lookup into shuffles. These intrinsics emit them directly (LLVM IR through llvmlite):
+:func:`pack_lanes16` (and ``pack_lanes16_at``, reading by address) fills 16 columns of a
+lane-major buffer from 16 row segments (masked loads, a 16 x 16 transpose in four shuffle
+stages) and multiplies each column by a table lookup (``vpermi2ps`` on AVX-512, a masked
+gather elsewhere); :func:`lookup_lanes16` fills them from 16 per-lane table rows indexed by
+per-lane codes (a substitution matrix row per query residue, the target's codes). Values are
+moved, or multiplied once in float32, so the results are bit-identical to the scalar loops they
+replace (tests check it).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["PERMUTE_TABLE", "TABLE", "pack_lanes16", "pack_lanes16_at"]
+__all__ = ["PERMUTE_TABLE", "TABLE", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at"]
 
 _N = 16
 TABLE = 32  # entries of the lookup table per row (vpermi2ps: two registers of 16)
@@ -165,3 +168,77 @@ def pack_lanes16_at(typingctx, dst, doff, dstride, src, addrs, lens, j0, table, 
     The caller keeps the arrays behind the addresses alive."""
     sig = types.void(dst, doff, dstride, src, addrs, lens, j0, table, codes, coff, fill)
     return sig, _pack_codegen(True)
+
+
+@intrinsic
+def lookup_lanes16(typingctx, dst, doff, dstride, table, rows, codes, starts, lens, j0, pad):  # noqa: ANN001, ANN201, ARG001, E501
+    """For e, u < 16: ``dst[doff + e * dstride + u] = table[rows[u] + c]`` with ``c =
+    codes[starts[u] + j0 + e]`` if ``j0 + e < lens[u]`` else ``pad`` (that code not read).
+
+    A per-lane row of TABLE (32) entries of ``table`` (float32) indexed by the lane's codes
+    (int32, < 32): ``vpermi2ps`` per lane on AVX-512 (a masked gather elsewhere), then the 16 x 16
+    transpose into lane-major columns. ``rows``: int32 (16,) offsets into ``table``;
+    ``starts``/``lens``: int64 (16,); ``j0``: int64; ``pad``: int32.
+    """
+    sig = types.void(dst, doff, dstride, table, rows, codes, starts, lens, j0, pad)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        dst_, doff_, dstride_, table_, rows_, codes_, starts_, lens_, j0_, pad_ = args
+        tys = signature.args
+
+        def data(k, v):  # noqa: ANN001, ANN202
+            return context.make_array(tys[k])(context, builder, v).data
+
+        dptr, tptr, rptr, cptr, stp, lnp = (data(0, dst_), data(3, table_), data(4, rows_),
+                                            data(5, codes_), data(6, starts_), data(7, lens_))
+        mod = builder.module
+        mload = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(_VI, [cptr.type, _i32, _VB, _VI]), "llvm.masked.load.v16i32.p0")
+        undef_vi = ir.Constant(_VI, ir.Undefined)
+        splat0 = ir.Constant(_VI, [0] * _N)
+        padv = builder.shuffle_vector(
+            builder.insert_element(undef_vi, pad_, ir.Constant(_i32, 0)), undef_vi, splat0)
+        iota = ir.Constant(_VI, list(range(_N)))
+        if PERMUTE_TABLE:
+            perm = cgutils.get_or_insert_function(
+                mod, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
+        else:
+            gather = cgutils.get_or_insert_function(
+                mod, ir.FunctionType(_V, [ir.VectorType(tptr.type, _N), _i32, _VB, _V]),
+                "llvm.masked.gather.v16f32.v16p0")
+            all_on = ir.Constant(_VB, [1] * _N)
+            zero = ir.Constant(_V, [0.0] * _N)
+        vals = []
+        for u in range(_N):
+            s = builder.load(builder.gep(stp, [ir.Constant(_i64, u)]))
+            n = builder.load(builder.gep(lnp, [ir.Constant(_i64, u)]))
+            rem = builder.sub(n, j0_)
+            rem = builder.select(builder.icmp_signed("<", rem, ir.Constant(_i64, 0)),
+                                 ir.Constant(_i64, 0), rem)
+            rem = builder.select(builder.icmp_signed(">", rem, ir.Constant(_i64, _N)),
+                                 ir.Constant(_i64, _N), rem)
+            remv = builder.shuffle_vector(
+                builder.insert_element(undef_vi, builder.trunc(rem, _i32), ir.Constant(_i32, 0)),
+                undef_vi, splat0)
+            mask = builder.icmp_signed("<", iota, remv)
+            c = builder.call(mload, [builder.gep(cptr, [builder.add(s, j0_)]),
+                                     ir.Constant(_i32, 4), mask, padv])
+            row = builder.sext(builder.load(builder.gep(rptr, [ir.Constant(_i64, u)])), _i64)
+            rp = builder.gep(tptr, [row])
+            if PERMUTE_TABLE:
+                lo = builder.load(builder.bitcast(rp, _V.as_pointer()), align=4)
+                hi = builder.load(builder.bitcast(builder.gep(rp, [ir.Constant(_i64, _N)]),
+                                                  _V.as_pointer()), align=4)
+                vals.append(builder.call(perm, [lo, c, hi]))
+            else:
+                g = _VecGEP(builder.block, rp, c, name="tab")
+                builder._insert(g)
+                vals.append(builder.call(gather, [g, ir.Constant(_i32, 4), all_on, zero]))
+        cols = _transpose(builder, vals)
+        for e in range(_N):
+            op = builder.gep(dptr, [builder.add(doff_, builder.mul(dstride_,
+                                                                   ir.Constant(_i64, e)))])
+            builder.store(cols[e], builder.bitcast(op, _V.as_pointer()), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
