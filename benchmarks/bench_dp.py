@@ -23,7 +23,9 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
   parasail's ``sw_striped_16`` (its 16-bit striped kernel; 2 threads via a thread pool, the
   ctypes call releases the GIL), scores checked equal; ``align_batch`` also on the first 16
   pairs alone, whose matrices stay in cache (homalign reads a float32 matrix per pair where
-  parasail reads two sequences: on 100 pairs the matrices come from DRAM);
+  parasail reads two sequences: on 100 pairs the matrices come from DRAM), and
+  ``dp.lanes.score_local_codes``, which like parasail takes the sequences (codes) and the
+  matrix;
 * the learned search's batched forward (``local_forward_batch``, the 16-lane kernel and the
   scalar ``scalar=True`` reference) on one 233-residue query against 150 targets of 150-320
   residues, log-partitions checked equal to 1e-6.
@@ -52,6 +54,7 @@ from Bio.Align import substitution_matrices
 
 from homalign.dp import GapCosts, align, align_batch, align_score
 from homalign.dp.forward_batch import local_forward_batch
+from homalign.dp.lanes import score_local_codes
 from homalign.dp.posterior import posterior_matrix
 
 AA = "ARNDCQEGHILKMFPSTWYV"
@@ -229,6 +232,9 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
     gl = [GapCosts.uniform(L, L, 11.0, 1.0) for _ in range(n)]
     cells = float(n * L * L)
     ref = [align_score(S, g, "local") for S, g in zip(mats, gl, strict=True)]
+    qcodes = [np.array([AA.index(c) for c in q]) for q, _ in pairs]
+    tcodes = [np.array([AA.index(c) for c in t]) for _, t in pairs]
+    assert [float(x) for x in score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)] == ref
     out = []
     old = numba.get_num_threads()
     reps = max(3, args.reps // 3)
@@ -247,6 +253,8 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                          lambda: align_batch(mats[:16], gl[:16], "local", True)))
             runs.append(("homalign align_batch traceback",
                          lambda: align_batch(mats, gl, "local", False)))
+            runs.append(("homalign dp.lanes.score_local_codes (codes + matrix)",
+                         lambda: score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)))
             assert align_batch(mats, gl, "local", True) == ref
             if parasail is not None:
                 def one(qt: tuple[str, str]) -> int:
