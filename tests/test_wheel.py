@@ -49,6 +49,9 @@ def test_the_wheel_holds_the_weights_the_data_and_the_license(wheel):
         assert f"homalign/weights/{model}.safetensors" in names
         assert f"homalign/weights/{model}.json" in names
     assert any(n.startswith("homalign/data/homstrad_dev/") and n.endswith(".ali") for n in names)
+    from homalign.examples import FILES  # the README's example set (tests/test_readme.py)
+
+    assert {f"homalign/data/examples/{n}" for n in FILES} <= names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
     info = next(n for n in names if n.endswith(".dist-info/METADATA"))
     meta = zipfile.ZipFile(wheel).read(info).decode()

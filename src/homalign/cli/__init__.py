@@ -12,7 +12,7 @@ import sys
 
 from homalign.errors import HomalignError
 
-VERBS = ("align", "search", "makedb", "makemsa", "benchmark", "train")
+VERBS = ("align", "search", "makedb", "makemsa", "benchmark", "train", "examples")
 
 
 def build_parser() -> argparse.ArgumentParser:
