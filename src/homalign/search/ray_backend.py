@@ -163,13 +163,28 @@ def _db_ref(ray, db: SequenceDB):  # noqa: ANN001, ANN202
     return ray.put(db)
 
 
+#: a task whose worker dies (killed, out of memory) is run again this many times by Ray before
+#: the search fails; a task that raises is not retried (the same input raises again)
+TASK_RETRIES = 3
+
+
+def _gather(ray, futures):  # noqa: ANN001, ANN202
+    """``ray.get`` of the shards: every shard's hits, or an error naming what failed (a search
+    never returns with a shard missing)."""
+    try:
+        return ray.get(futures)
+    except ray.exceptions.RayError as exc:
+        raise RuntimeError(f"a Ray search shard failed after {TASK_RETRIES} retries: "
+                           f"{type(exc).__name__}: {exc}") from exc
+
+
 def _by_queries(ray, queries, db, method, workers, kwargs, iterative=None):
-    task = ray.remote(_search_queries)
+    task = ray.remote(max_retries=TASK_RETRIES)(_search_queries)
     db_ref = _db_ref(ray, db)
     parts = _split(len(queries), workers)
     futures = [task.remote(queries[a:b], db_ref, method, kwargs, iterative) for a, b in parts]
     hits: list[list[Hit]] = []
-    for chunk in ray.get(futures):
+    for chunk in _gather(ray, futures):
         hits.extend(chunk)
     return list(zip(queries, hits, strict=True))
 
@@ -181,13 +196,13 @@ def _by_db(ray, queries, db, method, workers, kwargs):
                            prefilter_options=kwargs.get("prefilter_options"),
                            rescore=kwargs.get("rescore", "default")) for q in queries]
     db_ref = _db_ref(ray, db)
-    task = ray.remote(_search_candidates)
+    task = ray.remote(max_retries=TASK_RETRIES)(_search_candidates)
     futures = []
     for a, b in _split(len(db), workers):
         local = [c[(c >= a) & (c < b)] for c in cands]
         futures.append(task.remote(queries, db_ref, local, method, kwargs))
     merged: list[list[Hit]] = [[] for _ in queries]
-    for part in ray.get(futures):
+    for part in _gather(ray, futures):
         for k, hits in enumerate(part):
             merged[k].extend(hits)
     max_hits = kwargs.get("max_hits", 500)
