@@ -103,3 +103,16 @@ def test_select_pairs_spreads_over_families():
     assert select_pairs(items, 3) == [0, 4, 9]
     with pytest.raises(ValueError):
         select_pairs(items, 0)
+
+
+def test_family_chunks_are_runs_of_one_family_covering_every_pair():
+    from types import SimpleNamespace
+
+    from homalign.evaluate.alignment_benchmark import family_chunks
+
+    refs = [SimpleNamespace(family=f) for f in "A" * 9 + "B" * 2 + "C" + "D" * 4]
+    chunks = family_chunks(refs, jobs=1)  # at most ceil(16 / 4) = 4 pairs a run
+    assert [k for c in chunks for k in c] == list(range(len(refs)))
+    assert all(len({refs[k].family for k in c}) == 1 and len(c) <= 4 for c in chunks)
+    assert [len(c) for c in chunks] == [4, 4, 1, 2, 1, 4]
+    assert family_chunks([], jobs=2) == []
