@@ -16,7 +16,7 @@ from homalign.matrices import score_matrix
 from homalign.model import AlignerConfig, AlignerModel, load_model, save_model
 from homalign.model.data import TrainPair, batches, crop, mutate
 from homalign.model.decode import mea_align, posterior_matrix
-from homalign.model.train_loop import batch_loss
+from homalign.model.task import batch_loss
 
 NATS = math.log(2.0) / 2.0
 Q = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQIHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWSTPSELGHAGLNGDILVWNPVLEDAFELSSMGIRVDADTLKHQLALTGDEDRLELEWHQALLRGEMPQTIGGGIGQSRLTMLLLQLPHIGQVQAGVWPAACRERVCALEGGQ"  # noqa: E501

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -100,18 +101,27 @@ def test_ensemble_weights_missing_a_member_are_refused(tmp_path) -> None:
         load_model(tmp_path / "ens")
 
 
-def test_train_loop_refuses_an_ensemble_as_init_or_teacher(tmp_path) -> None:
+def test_training_refuses_an_ensemble_as_warm_start_or_teacher(tmp_path) -> None:
+    from homalign.errors import InputError
     from homalign.evaluate import bundled_homstrad_dev
-    from homalign.model.train_loop import main as train_main
+    from homalign.model.task import make_aligner_task
+    from homalign.train.config import parse_config
+    from homalign.train.launch import train_from_config
 
     stems = _members(tmp_path)
     main([str(tmp_path / "ens"), *map(str, stems)])
-    common = ["--out", str(tmp_path / "run"), "--homstrad", str(bundled_homstrad_dev()),
-              "--no-tmalign", "--steps", "1"]
-    with pytest.raises(SystemExit, match="is an ensemble"):
-        train_main([*common, "--init", str(tmp_path / "ens")])
-    with pytest.raises(SystemExit, match="is an ensemble"):
-        train_main([*common, "--teacher", str(tmp_path / "ens")])
+    data = tmp_path / "families"
+    shutil.copytree(bundled_homstrad_dev() / "ALAD", data / "ALAD")
+    args = {"homstrad": str(data), "tmalign": "", "window": 64, "val_fraction": 0.0,
+            "config": {"dim": 8, "dilations": [1]}}
+    with pytest.raises(InputError, match="is an ensemble"):
+        make_aligner_task(**args, teacher=str(tmp_path / "ens"))
+    # an ensemble's tensors are its members' (members.k.*): nothing fits a single model
+    config = parse_config({"model": "homalign.model.task:learned-aligner", "model_args": args,
+                           "train": {"steps": 1, "batch_size": 1},
+                           "warm_start": {"source": str(tmp_path / "ens.safetensors")}})
+    with pytest.raises(InputError, match="does not fit the model"):
+        train_from_config(config, tmp_path / "run", echo=None)
 
 
 def test_ensemble_forward_is_the_members_mean_on_a_padded_batch(tmp_path) -> None:

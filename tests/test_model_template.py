@@ -144,7 +144,7 @@ def test_cli_template_option(tmp_path, capsys) -> None:
 
 def test_training_feeds_the_targets_annotations_to_a_template_model() -> None:
     from homalign.model.data import TrainPair, batches
-    from homalign.model.train_loop import batch_loss
+    from homalign.model.task import batch_loss
 
     rng = np.random.default_rng(0)
     pairs = []

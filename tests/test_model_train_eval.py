@@ -47,12 +47,25 @@ def tiny_config(tmp_path: Path) -> Path:
     return path
 
 
-def test_shipped_config_evaluates_on_dev_and_exports_by_f1() -> None:
-    c = load_config(CONFIG)
-    assert c.eval is not None and (c.eval.metric, c.eval.mode) == ("f1", "max")
-    assert c.model_args["eval_data"] == "dev" and c.model_args["eval_pairs"] > 0
+def test_shipped_configs_select_on_held_out_train_pairs_and_export_by_f1() -> None:
+    for path in sorted(CONFIG.parent.glob("*.toml")):
+        c = load_config(path)
+        if c.model != "homalign.model.task:learned-aligner":
+            continue
+        assert c.eval is not None, path
+        if c.model_args.get("objective", "alignment") == "alignment":
+            assert (c.eval.metric, c.eval.mode) == ("f1", "max"), path
+            assert c.model_args["eval_data"] == "held-out" and c.model_args["eval_pairs"] > 0
     pairs = resolve_eval_pairs("dev", [], 10)
     assert len(pairs) == 10 and len({p.name.split(":")[0] for p in pairs}) > 5
+
+
+def test_selection_on_dev_is_refused() -> None:
+    from homalign.model.task import make_aligner_task
+
+    for spec in ("dev", str(bundled_homstrad_dev())):
+        with pytest.raises(InputError, match="not allowed"):
+            make_aligner_task(homstrad=str(bundled_homstrad_dev()), tmalign="", eval_data=spec)
 
 
 def test_an_eval_directory_without_families_is_an_input_error(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from homalign.model.crf import _FIELDS, CRFPosterior, crf_log_partition_batch, c
 from homalign.model.data import TrainPair, batches
 from homalign.model.decode import posterior_matrix
 from homalign.model.loss import alignment_nll, cost_augmented, expected_f1_loss, marginal_loss
-from homalign.model.train_loop import batch_loss
+from homalign.model.task import batch_loss
 
 
 def _pair(rng: np.random.Generator, n: int = 24) -> TrainPair:

@@ -1,6 +1,7 @@
 """``homalign train``: run a registered model config through the training runtime.
 
-``homalign train --config FILE --logdir DIR [--nproc N] [-j THREADS] [--steps N] [--max-restarts K]``
+``homalign train --config FILE --logdir DIR [--nproc N] [-j THREADS] [--steps N] [--max-restarts K]
+[--set KEY=VALUE ...]``
 
 With ``--nproc 1`` (default) training runs in this process; with ``N > 1`` it launches
 ``python -m torch.distributed.run --standalone --nproc-per-node N -m homalign.train.launch``
@@ -38,6 +39,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="train until global step N (overrides [train] steps)")
     p.add_argument("--max-restarts", type=int, default=0, metavar="K",
                    help="with --nproc > 1: let torchrun restart failed workers K times [0]")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value: dotted key, TOML value (e.g. train.steps=10, "
+                        "warm_start.source=runs/a/export/best.safetensors); repeatable")
     return p
 
 
@@ -50,6 +54,8 @@ def torchrun_command(args: argparse.Namespace) -> list[str]:
     ]
     if args.steps is not None:
         cmd += ["--steps", str(args.steps)]
+    for item in getattr(args, "overrides", []):
+        cmd += ["--set", item]
     return cmd
 
 
@@ -57,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     """Train; returns the exit status."""
     from homalign.train.config import load_config
 
-    config = load_config(args.config)  # validate before launching anything
+    config = load_config(args.config, args.overrides)  # validate before launching anything
     if args.nproc < 1:
         raise ValueError("--nproc must be at least 1")
     threads = _common.threads(args)

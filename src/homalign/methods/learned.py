@@ -63,9 +63,10 @@ def _fingerprint() -> str:
     search's scores, and so any cached score statistics, depend on."""
     import hashlib
 
-    base = resources.files("homalign").joinpath("weights")
-    h = hashlib.sha256(base.joinpath(f"{SEARCH_WEIGHTS}.safetensors").read_bytes())
-    h.update(base.joinpath(f"{SEARCH_WEIGHTS}.json").read_bytes())
+    from homalign.model.weights import bundled_file
+
+    h = hashlib.sha256(bundled_file(SEARCH_WEIGHTS, ".safetensors").read_bytes())
+    h.update(bundled_file(SEARCH_WEIGHTS, ".json").read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -117,9 +118,10 @@ def ranking_model():
         if not meta.get("homology_score") or getattr(model.scorer, "refine", None) is not None:
             _RANKING = False
         else:
-            base = resources.files("homalign").joinpath("weights")
+            from homalign.model.weights import bundled_file
+
             _RANKING = RankingModel.from_model(
-                model, base.joinpath(f"{SEARCH_WEIGHTS}.safetensors").read_bytes())
+                model, bundled_file(SEARCH_WEIGHTS, ".safetensors").read_bytes())
     return _RANKING or None
 
 

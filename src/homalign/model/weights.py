@@ -4,14 +4,20 @@
 The bundled models live in ``homalign/weights/<name>.safetensors`` + ``<name>.json`` (``learned``:
 the aligner; ``learned_search``: the ranking weights of ``search``; ``learned_template``: template
 mode) and are read with :mod:`importlib.resources`, so they work from an installed wheel, offline.
+
+``$HOMALIGN_WEIGHTS`` names a directory whose ``<name>.json`` + ``<name>.safetensors`` replace the
+bundled set of that name (each name falls back to the package's own when the directory lacks it),
+e.g. the output of ``scripts/train_weights.sh`` before it is copied into the package.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
@@ -21,6 +27,7 @@ from homalign.model.aligner import AlignerModel, EnsembleAligner
 from homalign.model.config import AlignerConfig
 
 BUNDLED = "learned"
+WEIGHTS_ENV = "HOMALIGN_WEIGHTS"
 
 
 def atomic_torch_save(obj: dict, path: Path) -> None:
@@ -116,18 +123,35 @@ def load_model(stem: str | Path) -> tuple[AlignerModel | EnsembleAligner, dict]:
                          path=weights) from None
 
 
-@cache
+def bundled_file(name: str, suffix: str) -> Any:
+    """The file ``<name><suffix>`` (``.json`` / ``.safetensors``) of the bundled weights named
+    ``name``: from ``$HOMALIGN_WEIGHTS`` when that directory holds the set, else the package's
+    (a :mod:`importlib.resources` traversable; both have ``read_bytes``/``is_file``)."""
+    override = os.environ.get(WEIGHTS_ENV)
+    if override:
+        d = Path(override)
+        if (d / f"{name}.json").is_file() and (d / f"{name}.safetensors").is_file():
+            return d / f"{name}{suffix}"
+    return resources.files("homalign").joinpath("weights").joinpath(f"{name}{suffix}")
+
+
 def load_bundled(name: str = BUNDLED) -> tuple[AlignerModel | EnsembleAligner, dict]:
     """A model shipped inside the package (cached; eval mode): ``learned`` (the sequence-only
     aligner, the default), ``learned_search`` (the weights ``search`` ranks with: an aligner, its
     homology adapter and null law) or ``learned_template`` (template mode: also reads the
-    target's structure)."""
-    base = resources.files("homalign").joinpath("weights")
-    if not base.joinpath(f"{name}.json").is_file():
-        raise FileNotFoundError(f"no bundled weights named {name!r} in homalign/weights")
-    meta = json.loads(base.joinpath(f"{name}.json").read_text())
-    weights = base.joinpath(f"{name}.safetensors").read_bytes()
+    target's structure). ``$HOMALIGN_WEIGHTS`` may replace a set (:func:`bundled_file`)."""
+    return _load_bundled(name, os.environ.get(WEIGHTS_ENV) or None)
+
+
+@cache
+def _load_bundled(name: str, override: str | None) -> tuple[AlignerModel | EnsembleAligner, dict]:
+    config = bundled_file(name, ".json")
+    if not config.is_file():
+        raise FileNotFoundError(f"no bundled weights named {name!r} in homalign/weights"
+                                + (f" or ${WEIGHTS_ENV} ({override})" if override else ""))
+    meta = json.loads(config.read_text())
+    weights = bundled_file(name, ".safetensors").read_bytes()
     return _build(weights, meta), meta
 
 
-__all__ = ["atomic_torch_save", "load_bundled", "load_model", "save_model"]
+__all__ = ["WEIGHTS_ENV", "bundled_file", "load_bundled", "load_model", "save_model"]

@@ -20,6 +20,15 @@ A config names a registered model factory and its arguments, plus the training s
     mode = "max"
     throttle_secs = 300
 
+    [warm_start]                 # optional: start from another run's export (WarmStartSettings)
+    source = "runs/base/export/best.safetensors"
+
+    [average]                    # optional: export the mean of the weights at these steps
+    steps = [750, 1000]
+
+Any value can be overridden from the command line: ``homalign train ... --set train.steps=10
+--set warm_start.source=runs/x/export/best.safetensors`` (:func:`apply_overrides`).
+
 Other packages register their models without this module importing them::
 
     from homalign.train.config import register_model
@@ -106,6 +115,8 @@ class TrainSettings:
     log_every_steps: int = 100
     num_workers: int = 0
     prefetch: int = 0
+    clip_grad_norm: float = 0.0  # > 0: clip the gradients' global norm to this before each step
+    decay_matrices_only: bool = False  # weight decay on parameters with >= 2 dims only
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,37 @@ class EvalSettings:
 
 
 @dataclass(frozen=True)
+class WarmStartSettings:
+    """The ``[warm_start]`` table: initialise a new run (never a resumed one) from ``source``.
+
+    ``source`` is an export (``.safetensors``), a checkpoint prefix or a logdir
+    (:func:`homalign.train.warm_start.load_weights`); ``include``/``exclude`` select parameters
+    by name or fnmatch pattern. A selected parameter that the source lacks or has in another
+    shape is an error unless it matches ``allow_missing`` (new parts that start at their
+    initial values, e.g. ``encoder.template.*``).
+    """
+
+    source: str = ""
+    include: list = field(default_factory=lambda: ["*"])
+    exclude: list = field(default_factory=list)
+    allow_missing: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AverageSettings:
+    """The ``[average]`` table: stochastic weight averaging over one run's steps.
+
+    The chief saves the model's tensors after each listed step (``<logdir>/average/``); when the
+    run reaches its last step it exports their element-wise mean (float64) as
+    ``<logdir>/export/<name>`` with the task's ``export`` (evaluated with the task's
+    ``evaluate`` first, when it has one).
+    """
+
+    steps: list = field(default_factory=list)
+    name: str = "average"
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """A parsed config file."""
 
@@ -134,6 +176,9 @@ class TrainConfig:
     train: TrainSettings = field(default_factory=TrainSettings)
     path: str | None = None
     eval: EvalSettings | None = None
+    warm_start: WarmStartSettings | None = None
+    average: AverageSettings | None = None
+    overrides: tuple[str, ...] = ()
 
     def with_steps(self, steps: int | None) -> TrainConfig:
         """A copy with ``train.steps`` replaced (unchanged when ``steps`` is None)."""
@@ -183,10 +228,78 @@ def _parse_eval(table: Any, where: str) -> EvalSettings:
     return settings
 
 
-def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfig:
-    """Validate a config mapping (as read from TOML)."""
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _parse_warm_start(table: Any, where: str) -> WarmStartSettings:
+    if not isinstance(table, Mapping):
+        raise InputError("[warm_start] must be a table", path=where)
+    settings = WarmStartSettings(**_typed_table(table, WarmStartSettings, where, "[warm_start]"))
+    if not settings.source:
+        raise InputError("[warm_start] needs a source (an export, checkpoint or logdir)",
+                         path=where)
+    for key in ("include", "exclude", "allow_missing"):
+        if not _str_list(getattr(settings, key)):
+            raise InputError(f"[warm_start] {key} must be a list of names or patterns",
+                             path=where)
+    return settings
+
+
+def _parse_average(table: Any, where: str) -> AverageSettings:
+    if not isinstance(table, Mapping):
+        raise InputError("[average] must be a table", path=where)
+    settings = AverageSettings(**_typed_table(table, AverageSettings, where, "[average]"))
+    steps = settings.steps
+    if (not steps or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0
+                             for k in steps) or len(set(steps)) != len(steps)):
+        raise InputError("[average] steps must be distinct positive step numbers", path=where)
+    if not settings.name or "/" in settings.name:
+        raise InputError(f"[average] name {settings.name!r} must be a plain name", path=where)
+    return settings
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """``data`` (a config mapping) with ``KEY=VALUE`` overrides applied.
+
+    ``KEY`` is dotted (``train.steps``, ``model_args.config.dim``, ``warm_start.source``); the
+    tables on the way are created when absent. ``VALUE`` is read as a TOML value (``10``,
+    ``1e-3``, ``true``, ``[1, 2]``, ``"text"``); anything that is not one is taken as a string.
+    """
+    out: dict[str, Any] = _deep_copy(data)
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        parts = key.strip().split(".")
+        if not sep or not all(parts):
+            raise InputError(f"--set {item!r}: use KEY=VALUE with a dotted KEY")
+        try:
+            value = tomllib.loads(f"v = {text.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()
+        table = out
+        for name in parts[:-1]:
+            nxt = table.setdefault(name, {})
+            if not isinstance(nxt, dict):
+                raise InputError(f"--set {item!r}: {name} is not a table")
+            table = nxt
+        table[parts[-1]] = value
+    return out
+
+
+def _deep_copy(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _deep_copy(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+
+
+def parse_config(data: Mapping[str, Any], path: str | None = None,
+                 overrides: Iterable[str] = ()) -> TrainConfig:
+    """Validate a config mapping (as read from TOML), after ``overrides``
+    (:func:`apply_overrides`)."""
+    overrides = tuple(overrides)
+    if overrides:
+        data = apply_overrides(data, overrides)
     where = path or "<config>"
-    _check_keys(data, ("model", "model_args", "seed", "train", "eval"), where, "the top level")
+    _check_keys(data, ("model", "model_args", "seed", "train", "eval", "warm_start", "average"),
+                where, "the top level")
     if not isinstance(data.get("model"), str):
         raise InputError("'model' must name a registered model", path=where)
     settings = TrainSettings(**_typed_table(data.get("train", {}), TrainSettings, where, "[train]"))
@@ -205,18 +318,22 @@ def parse_config(data: Mapping[str, Any], path: str | None = None) -> TrainConfi
         train=settings,
         path=path,
         eval=None if "eval" not in data else _parse_eval(data["eval"], where),
+        warm_start=(None if "warm_start" not in data
+                    else _parse_warm_start(data["warm_start"], where)),
+        average=None if "average" not in data else _parse_average(data["average"], where),
+        overrides=overrides,
     )
 
 
-def load_config(path: str | os.PathLike[str]) -> TrainConfig:
-    """Read and validate a TOML config file."""
+def load_config(path: str | os.PathLike[str], overrides: Iterable[str] = ()) -> TrainConfig:
+    """Read and validate a TOML config file (with ``--set`` style ``overrides``)."""
     p = Path(path)
     try:
         with p.open("rb") as fh:
             data = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"invalid TOML: {exc}", path=p) from exc
-    return parse_config(data, str(p))
+    return parse_config(data, str(p), overrides)
 
 
 def build_task(config: TrainConfig) -> TrainTask:
@@ -229,8 +346,18 @@ def build_task(config: TrainConfig) -> TrainTask:
                          path=config.path) from exc
 
 
-def make_optimizer(params: Iterable[torch.nn.Parameter], s: TrainSettings) -> torch.optim.Optimizer:
-    """The optimizer the settings name."""
+def parameter_groups(model: torch.nn.Module, s: TrainSettings) -> list[dict[str, Any]]:
+    """The model's parameters for :func:`make_optimizer`: one group, or with
+    ``decay_matrices_only`` the matrices (>= 2 dims, weight decay) and the rest (no decay)."""
+    params = list(model.parameters())
+    if not s.decay_matrices_only:
+        return [{"params": params}]
+    return [{"params": [p for p in params if p.dim() >= 2]},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+
+
+def make_optimizer(params: Iterable[Any], s: TrainSettings) -> torch.optim.Optimizer:
+    """The optimizer the settings name (``params``: parameters or parameter groups)."""
     if s.optimizer == "adam":
         return torch.optim.Adam(params, lr=s.lr, weight_decay=s.weight_decay)
     if s.optimizer == "adamw":

@@ -63,7 +63,8 @@ class ContinuousEvaluator:
 
     ``model`` must be a private copy of the trained model (its weights are overwritten by each
     evaluated checkpoint); ``config`` is the task's JSON config, merged into the default export's
-    ``best.json``.
+    ``best.json``; ``provenance`` (config file, overrides, seed, warm start) goes into every
+    export's record as ``run``.
     """
 
     def __init__(
@@ -76,6 +77,7 @@ class ContinuousEvaluator:
         export: ExportFn | None = None,
         config: Mapping[str, Any] | None = None,
         checkpoint_basename: str = "model.ckpt",
+        provenance: Mapping[str, Any] | None = None,
     ) -> None:
         self.logdir = Path(logdir)
         self.model = model
@@ -83,6 +85,7 @@ class ContinuousEvaluator:
         self.settings = settings
         self.export_fn = export
         self.config = dict(config or {})
+        self.provenance = dict(provenance or {})
         self.store = CheckpointStore(self.logdir, checkpoint_basename)
         self.eval_dir = self.logdir / EVAL_DIR
         self.best_stem = self.logdir / EXPORT_DIR / BEST_STEM
@@ -161,6 +164,8 @@ class ContinuousEvaluator:
                  "eval_mode": self.settings.mode, "eval_value": metrics[self.settings.metric],
                  "eval": {k: (v if math.isfinite(v) else None) for k, v in metrics.items()},
                  "checkpoint_sha256": content_hash}
+        if self.provenance:
+            extra["run"] = self.provenance
         self.best_stem.parent.mkdir(parents=True, exist_ok=True)
         if self.export_fn is not None:
             self.export_fn(self.model, self.best_stem, extra)

@@ -9,7 +9,10 @@ whose worker was killed.
 
 With an ``[eval]`` table in the config (and a task that provides ``evaluate``), rank 0 also
 evaluates new checkpoints every ``throttle_secs`` in a service thread and the final checkpoint at
-the end, and exports the best model (:mod:`homalign.train.evaluation`).
+the end, and exports the best model (:mod:`homalign.train.evaluation`). A ``[warm_start]`` table
+initialises a new run from another run's export (:mod:`homalign.train.warm_start`; a resumed run
+restores its own checkpoint instead); an ``[average]`` table exports the mean of the weights at
+the listed steps (:func:`export_average`).
 
 Each rank can write a JSON report (``--report PREFIX`` -> ``PREFIX.rank<r>.json``) with the final
 step, the restored step, samples seen and a sha256 of its parameters.
@@ -26,7 +29,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,19 +41,22 @@ from homalign.io.atomic import atomic_write_bytes
 from homalign.train import distributed
 from homalign.train.config import (
     TrainConfig,
+    WarmStartSettings,
     build_task,
     load_config,
     make_optimizer,
     make_scheduler,
+    parameter_groups,
 )
 from homalign.train.data import ResumableLoader
-from homalign.train.evaluation import ContinuousEvaluator
+from homalign.train.evaluation import EXPORT_DIR, ContinuousEvaluator, default_export
 from homalign.train.services import LoopingService
 from homalign.train.session_manager import seed_everything
 from homalign.train.state import unwrap
 from homalign.train.summary import to_float
 from homalign.train.supervisor import Supervisor
 from homalign.train.task import TrainTask
+from homalign.train.warm_start import WarmStartReport, warm_start
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +89,111 @@ def parameter_digest(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
+AVERAGE_DIR = "average"
+
+
+def run_provenance(config: TrainConfig) -> dict[str, Any]:
+    """What an export records about the run that made it: config file, overrides, seed, steps
+    and the warm-start source."""
+    return {"config_file": config.path, "set": list(config.overrides), "seed": config.seed,
+            "steps": config.train.steps,
+            "warm_start": None if config.warm_start is None else config.warm_start.source}
+
+
+def warm_start_init(settings: WarmStartSettings) -> Callable[[Any], WarmStartReport]:
+    """The Supervisor's ``init_fn`` for a ``[warm_start]`` table (runs only when there is no
+    checkpoint to restore): copies the selected tensors, and raises InputError when a selected
+    one is missing or misshapen in the source and not in ``allow_missing``."""
+    import fnmatch
+
+    def init_fn(session: Any) -> WarmStartReport:
+        report = warm_start(session.model, settings.source, include=settings.include,
+                            exclude=settings.exclude)
+        bad = {name: why for name, why in report.skipped.items() if why != "not selected"
+               and not any(fnmatch.fnmatchcase(name, p) for p in settings.allow_missing)}
+        if bad:
+            raise InputError(f"[warm_start] {settings.source} does not fit the model: "
+                             + "; ".join(f"{k}: {v}" for k, v in sorted(bad.items())[:8])
+                             + (f" (and {len(bad) - 8} more)" if len(bad) > 8 else ""))
+        return report
+
+    return init_fn
+
+
+def config_changes(source: str, task_config: Mapping[str, Any]) -> list[str]:
+    """How the task's model config differs from the one recorded beside a warm-start export
+    (``<stem>.json``'s ``config``; empty when either is absent): ``"key: old -> new"`` lines."""
+    meta_path = Path(source).with_suffix(".json")
+    try:
+        old = json.loads(meta_path.read_text()).get("config")
+    except (OSError, ValueError, AttributeError):
+        return []
+    new = task_config.get("config")
+    if not isinstance(old, dict) or not isinstance(new, Mapping):
+        return []
+    return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
+            if old.get(k) != new.get(k)]
+
+
+def _snapshot_path(logdir: str | os.PathLike[str], step: int) -> Path:
+    return Path(logdir) / AVERAGE_DIR / f"model-{step:08d}.safetensors"
+
+
+def save_snapshot(model: torch.nn.Module, logdir: str | os.PathLike[str], step: int) -> None:
+    """The model's tensors after ``step`` (for :func:`export_average`), written atomically."""
+    import safetensors.torch
+
+    tensors = {k: v.detach().cpu().contiguous() for k, v in unwrap(model).state_dict().items()}
+    path = _snapshot_path(logdir, step)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, safetensors.torch.save(tensors))
+
+
+def average_snapshots(logdir: str | os.PathLike[str], steps: list[int]
+                      ) -> dict[str, torch.Tensor]:
+    """The element-wise mean (computed in float64) of the snapshots at ``steps``; tensors that
+    are not floating point are taken from the first snapshot."""
+    import safetensors.torch
+
+    missing = [k for k in steps if not _snapshot_path(logdir, k).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{logdir}: no weight snapshot of step(s) {missing}")
+    snaps = [safetensors.torch.load_file(str(_snapshot_path(logdir, k))) for k in steps]
+    out: dict[str, torch.Tensor] = {}
+    for name, first in snaps[0].items():
+        if first.is_floating_point():
+            mean = sum(s[name].double() for s in snaps) / len(snaps)
+            out[name] = mean.to(first.dtype)
+        else:
+            out[name] = first
+    return out
+
+
+def export_average(config: TrainConfig, task: TrainTask, model: torch.nn.Module,
+                   logdir: str | os.PathLike[str]) -> Path:
+    """Export the mean of the ``[average]`` steps' weights as ``<logdir>/export/<name>`` (the
+    task's ``export``), with the task's evaluation of it in the record; returns the stem."""
+    assert config.average is not None
+    steps = sorted(config.average.steps)
+    private = copy.deepcopy(unwrap(model)).cpu()
+    private.load_state_dict(average_snapshots(logdir, steps), strict=True)
+    private.eval()
+    metrics: dict[str, float | None] = {}
+    if task.evaluate is not None:
+        with torch.no_grad():
+            metrics = {k: (float(v) if float(v) == float(v) else None)
+                       for k, v in task.evaluate(private).items()}
+    extra = {"step": steps[-1], "averaged_steps": steps, "eval": metrics,
+             "run": run_provenance(config)}
+    stem = Path(logdir) / EXPORT_DIR / config.average.name
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    if task.export is not None:
+        task.export(private, stem, extra)
+    else:
+        default_export(private, stem, {**task.config, **extra})
+    return stem
+
+
 def make_evaluator(config: TrainConfig, task: TrainTask, model: torch.nn.Module,
                    logdir: str | os.PathLike[str] | None) -> ContinuousEvaluator | None:
     """The chief's evaluator when the config has an ``[eval]`` table (None otherwise, and on
@@ -96,7 +207,7 @@ def make_evaluator(config: TrainConfig, task: TrainTask, model: torch.nn.Module,
         return None
     private = copy.deepcopy(unwrap(model)).cpu()
     return ContinuousEvaluator(logdir, private, task.evaluate, config.eval, export=task.export,
-                               config=task.config)
+                               config=task.config, provenance=run_provenance(config))
 
 
 def train_from_config(
@@ -122,7 +233,7 @@ def train_from_config(
         task = build_task(config)
         device = distributed.device()
         model = task.model.to(device)
-        opt = make_optimizer(model.parameters(), s)
+        opt = make_optimizer(parameter_groups(model, s), s)
         sched = make_scheduler(opt, s)
         loader = ResumableLoader(task.train_dataset, s.batch_size, seed=config.seed,
                                  num_workers=s.num_workers, prefetch=s.prefetch)
@@ -133,7 +244,9 @@ def train_from_config(
             save_model_secs=s.save_model_secs, save_model_steps=s.save_model_steps,
             save_summaries_secs=s.save_summaries_secs, keep_max=s.keep_max,
             async_save=s.async_save, stop_signals=(signal.SIGTERM, signal.SIGINT),
+            init_fn=None if config.warm_start is None else warm_start_init(config.warm_start),
         )
+        average_steps = set() if config.average is None else set(config.average.steps)
         if s.prefetch:
             sv.add_pipeline(loader)
         evaluator = make_evaluator(config, task, model, logdir)
@@ -149,6 +262,12 @@ def train_from_config(
             loop_started = time.monotonic()
             say(f"{'restored from ' + restored.name if restored else 'initialised'}; "
                 f"global step {first}; world size {distributed.world_size()}")
+            if sv.prepared is not None and isinstance(sv.prepared.init_result, WarmStartReport):
+                say(f"warm start from {sv.prepared.init_result.source}: restored "
+                    f"{len(sv.prepared.init_result.restored)} tensors")
+                assert config.warm_start is not None
+                for change in config_changes(config.warm_start.source, task.config):
+                    say(f"  model config differs from the source's: {change}")
             for batch in loader:
                 if sv.should_stop() or session.global_step >= s.steps:
                     break
@@ -158,6 +277,8 @@ def train_from_config(
                     loss = task.loss_fn(net, batch)
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
+                    if s.clip_grad_norm > 0:
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), s.clip_grad_norm)
                     opt.step()
                     if sched is not None:
                         sched.step()
@@ -166,10 +287,16 @@ def train_from_config(
                 step = session.global_step
                 if s.log_every_steps and step % s.log_every_steps == 0:
                     say(f"step {step} loss {loss_value:.6f}")
+                if chief and logdir is not None and step in average_steps:
+                    save_snapshot(model, logdir, step)
                 if on_step is not None:
                     on_step(step, loss_value)
             final = session.global_step
             train_seconds = time.monotonic() - loop_started
+        if (config.average is not None and chief and logdir is not None
+                and final >= s.steps and sv.stopped_by_signal is None):
+            stem = export_average(config, task, model, logdir)
+            say(f"exported the mean of steps {sorted(config.average.steps)} as {stem}")
         best: float | None = None
         if evaluator is not None:
             if config.eval is not None and config.eval.final and evaluator.poll() is not None:
@@ -209,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--logdir", required=True, help="checkpoints and event files go here")
     p.add_argument("--steps", type=int, default=None, help="override [train] steps")
     p.add_argument("--report", default=None, help="write PREFIX.rank<r>.json per rank")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value (dotted key, TOML value); repeatable")
     return p
 
 
@@ -218,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if "HOMALIGN_TORCH_THREADS" in os.environ:
         torch.set_num_threads(int(os.environ["HOMALIGN_TORCH_THREADS"]))
-    config = load_config(args.config)
+    config = load_config(args.config, args.overrides)
     train_from_config(config, args.logdir, steps=args.steps, report=args.report,
                       echo=lambda m: print(m, flush=True))
     return 0
