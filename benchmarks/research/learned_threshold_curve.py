@@ -6,8 +6,8 @@
 ``--data``: a directory of HOMSTRAD-style families (default: the HOMSTRAD dev families). An
 *analysis* of calibration (does a model only need another threshold, or does it align worse at
 every threshold?), not a selection tool: the bundled threshold is chosen on held-out train pairs
-(``python -m homalign.model.train_loop --tune STEM``). docs/learned.md quotes it for the ninth
-pass's softmax-margin runs on dev.
+(``python -m homalign.model.evaluation STEM``, formerly ``train_loop --tune``). docs/learned.md
+quoted it for the ninth pass's softmax-margin runs on dev.
 """
 
 from __future__ import annotations

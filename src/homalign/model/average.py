@@ -2,12 +2,13 @@
 
     python -m homalign.model.average OUT STEM [STEM ...]
 
-Every ``STEM`` (``.safetensors`` + ``.json`` written by :func:`homalign.model.save_model`, e.g. a
-training run's ``eval-<step>`` models from ``train_loop --save-evals``) must have the same
+Every ``STEM`` (``.safetensors`` + ``.json`` written by :func:`homalign.model.save_model`, e.g.
+exports of ``homalign train`` runs) must have the same
 architecture (config); ``OUT`` gets the element-wise mean of their parameters (computed in float64)
 and the first model's config, with the averaged stems recorded in its JSON. Averaging the
 checkpoints of one run's last part is cheaper and less noisy than choosing one of them on a small
-held-out set (Izmailov et al., UAI 2018).
+held-out set (Izmailov et al., UAI 2018). Within one ``homalign train`` run, a config's
+``[average]`` table does this at the listed steps (``<logdir>/export/average``).
 """
 
 from __future__ import annotations

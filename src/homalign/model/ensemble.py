@@ -13,7 +13,7 @@ that :mod:`homalign.model.weights` can build either without importing this modul
 joins saved models into one. The ensemble has the aligner's inference surface (``embed``, ``score_embedded``, ``score_pair``,
 ``cfg``): its embedding of a sequence is the members' embeddings concatenated along the last
 axis, so a prepared protein (``search``) is embedded once for all members. It is an inference
-object: train members one by one (``train_loop``), then join them with
+object: train members one by one (``homalign train``), then join them with
 
     python -m homalign.model.ensemble OUT STEM [STEM ...]
 

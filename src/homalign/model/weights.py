@@ -30,17 +30,6 @@ BUNDLED = "learned"
 WEIGHTS_ENV = "HOMALIGN_WEIGHTS"
 
 
-def atomic_torch_save(obj: dict, path: Path) -> None:
-    """``torch.save`` to a temporary file, then rename (a crash never leaves half a checkpoint)."""
-    import io
-
-    import torch
-
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    atomic_write_bytes(Path(path), buf.getvalue())
-
-
 def save_model(model: AlignerModel | EnsembleAligner, stem: str | Path,
                extra: dict | None = None) -> None:
     """Write ``<stem>.safetensors`` and ``<stem>.json`` (config + ``extra`` metadata)."""
