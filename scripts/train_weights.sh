@@ -77,6 +77,16 @@ PYEOF
     NULL_FIT=(--null-pairs 40 --fasta "$RUNS/scop-tiny.fa")
 fi
 
+# the arguments as one shell line: plain words as they are, anything else in single quotes
+shell_words() {
+    local out="" a
+    for a in "$@"; do
+        if [[ "$a" =~ ^[A-Za-z0-9_./=:,+-]+$ ]]; then out+="$a "
+        else out+="'${a//\'/\'\\\'\'}' "; fi
+    done
+    printf '%s' "${out% }"
+}
+
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$RUNS/commands.log"; }
 
 # stage NAME CONFIG PRODUCT [WARM_START_STEM] -- homalign train one stage unless its product exists
@@ -95,7 +105,7 @@ stage() {
         else cmd+=(--set 'average.steps=[2, 4]'); fi
     fi
     local shown
-    shown="homalign $(printf '%q ' "${cmd[@]:3}")"   # the exact command, as a shell reads it
+    shown="homalign $(shell_words "${cmd[@]:3}")"   # the exact command, as a shell reads it
     log "run $name: $shown"
     local start end
     start=$(date +%s)

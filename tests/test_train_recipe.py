@@ -143,3 +143,27 @@ def test_the_recipe_script_parses_and_documents_tiny_mode() -> None:
     help_text = subprocess.run(["bash", str(SCRIPT), "--help"], check=True, capture_output=True,
                                text=True).stdout
     assert "--tiny" in help_text and "Resumable" in help_text
+
+
+def test_set_overrides_and_the_recipe_tables_are_checked() -> None:
+    from homalign.train.config import apply_overrides, parse_config
+
+    data = {"model": "toy-regression", "train": {"steps": 5}}
+    out = apply_overrides(data, ["train.steps=7", "train.lr=1e-3", "model_args.hidden=4",
+                                 'warm_start.source="a b.safetensors"', "average.steps=[2, 4]",
+                                 "model_args.name=plain words"])
+    assert out["train"] == {"steps": 7, "lr": 1e-3} and data["train"] == {"steps": 5}
+    assert out["model_args"] == {"hidden": 4, "name": "plain words"}
+    c = parse_config(out)
+    assert c.warm_start is not None and c.warm_start.source == "a b.safetensors"
+    assert c.average is not None and c.average.steps == [2, 4] and c.average.name == "average"
+    with pytest.raises(InputError, match="KEY=VALUE"):
+        apply_overrides(data, ["train.steps"])
+    with pytest.raises(InputError, match="not a table"):
+        apply_overrides(data, ["train.steps.x=1"])
+    for bad in ({"average": {"steps": []}}, {"average": {"steps": [2, 2]}},
+                {"average": {"steps": [0]}}, {"warm_start": {"include": ["*"]}},
+                {"warm_start": {"source": "x", "include": "*"}},
+                {"train": {"clip_grad_norm": "1"}}):
+        with pytest.raises(InputError):
+            parse_config({"model": "toy-regression", **bad})
