@@ -25,6 +25,7 @@ from homalign.dp.lanes import score_local_lanes
 from homalign.dp.modes import LOCAL, mode_code
 from homalign.dp.pairwise import integral_bound_ok, validate_scores
 from homalign.dp.result import DPResult, from_ops
+from homalign.dp.trace_lanes import trace_lanes
 
 __all__ = ["align_batch"]
 
@@ -127,6 +128,9 @@ def align_batch(
         done = score_local_lanes(mats, np.flatnonzero(kind > 0), lqs, lts, vecs, v_off, cparams,
                                  np.array([c is not None for c in consts]), scores)
         kind[done] = -1
+    if not score_only:
+        tconsts = [g.constant_costs() for g in gaps]
+        kind[trace_lanes(mats, lqs, lts, vecs, v_off, code, tconsts, ops, o_off, scores, meta)] = -1
     if not score_only or (kind >= 0).any():
         _batch_kernel(
             List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,

@@ -1,0 +1,155 @@
+"""Traceback kernels: the 16-lane batch kernel (dp.trace_lanes) and the checkpointed
+linear-memory path equal the per-pair kernel (gotoh + traceback) exactly: same score bits, same
+path, in every mode, for every lane remainder, with position-specific and negative costs,
+extreme and -inf scores, length-1 sequences and empty alignments; and equal brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tests.test_dp_bruteforce import brute_best, random_gap_vectors, reference_align
+
+from homalign.dp import GapCosts, align, align_batch
+from homalign.dp import trace_lanes as tl
+from homalign.dp.batch import _offsets
+from homalign.dp.result import ops_from_cigar
+
+MODES = ("local", "global", "glocal", "semiglobal")
+KINDS = ("int", "float", "ps", "neg", "extreme", "hopeless")
+
+
+def _pair(rng: np.random.Generator, kind: str, lq: int, lt: int) -> tuple[np.ndarray, GapCosts]:
+    if kind == "int":
+        return (rng.integers(-4, 6, (lq, lt)).astype(np.float32),
+                GapCosts.uniform(lq, lt, float(rng.integers(0, 4)), float(rng.integers(0, 2))))
+    S = rng.normal(0, 2, (lq, lt)).astype(np.float32)
+    if kind == "float":
+        return S, GapCosts.uniform(lq, lt, 2.5, 0.5)
+    if kind == "extreme":
+        S = (S * np.float32(1e6)).astype(np.float32)
+        S[rng.random((lq, lt)) < 0.2] = -np.inf
+        return S, GapCosts.uniform(lq, lt, 3e5, 1e4)
+    if kind == "hopeless":  # every local alignment scores < 0: the empty one
+        return -np.abs(S) - 1, GapCosts.uniform(lq, lt, 1.0, 0.5)
+    lo = -0.7 if kind == "neg" else 0.0
+    sizes = {"q_ins": lq, "t_ins": lt + 1, "t_del": lt, "q_del": lq + 1}
+    vec = {f"{p}_{k}": rng.uniform(lo, 2.0 if k == "open" else 1.0, n).astype(np.float32)
+           * (rng.random(n) < 0.8) for p, n in sizes.items() for k in ("open", "ext")}
+    return S, GapCosts(**vec)
+
+
+def _pairs(rng: np.random.Generator, n: int, kind: str, lo: int = 1, hi: int = 40):
+    out = []
+    for _ in range(n):
+        lq, lt = (int(x) for x in rng.integers(lo, hi + 1, 2))
+        out.append(_pair(rng, kind, lq, lt))
+    return out
+
+
+def _same(a, b) -> None:  # noqa: ANN001
+    assert np.float32(a.score).tobytes() == np.float32(b.score).tobytes()
+    assert a.cigar == b.cigar
+    assert (a.q_start, a.q_end, a.t_start, a.t_end) == (b.q_start, b.q_end, b.t_start, b.t_end)
+    assert np.array_equal(a.pairs, b.pairs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_lane_traceback_equals_the_per_pair_kernel(mode: str, kind: str) -> None:
+    rng = np.random.default_rng(abs(hash((mode, kind))) % 2**32)
+    P = _pairs(rng, 37, kind)
+    got = align_batch([p[0] for p in P], [p[1] for p in P], mode)
+    for (S, g), r in zip(P, got, strict=True):
+        _same(align(S, g, mode), r)
+
+
+@pytest.mark.parametrize("n", [4, 5, 7, 15, 16, 17, 33, 50])
+def test_lane_traceback_every_lane_remainder_runs_the_lanes(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for mode in MODES:
+        P = _pairs(rng, n, "ps" if n % 2 else "float", 1, 30)
+        mats = [p[0] for p in P]
+        lqs = np.array([m.shape[0] for m in mats], dtype=np.int64)
+        lts = np.array([m.shape[1] for m in mats], dtype=np.int64)
+        kv = [p[1].kernel_vectors() for p in P]
+        vecs = tuple(np.concatenate([v[c] for v in kv]) for c in range(8))
+        v_off = np.stack([_offsets(lqs), _offsets(lts + 1), _offsets(lts), _offsets(lqs + 1)], 1)
+        ops = np.zeros(int((lqs + lts).sum()), np.uint8)
+        o_off = _offsets(lqs + lts)
+        scores = np.zeros(n, np.float32)
+        meta = np.zeros((n, 3), np.int64)
+        from homalign.dp.modes import mode_code
+        done = tl.trace_lanes(mats, lqs, lts, vecs, v_off, mode_code(mode),
+                              [p[1].constant_costs() for p in P], ops, o_off, scores, meta)
+        assert done.size == n - (n % tl.LANES if n % tl.LANES < tl.MIN_FILL else 0)
+        for k in done:
+            ref = align(*P[k], mode)
+            assert scores[k] == np.float32(ref.score)
+            cig = ops[o_off[k]:o_off[k] + meta[k, 0]]
+            assert np.array_equal(cig, ops_from_cigar(ref.cigar))
+            assert (meta[k, 1], meta[k, 2]) == (ref.q_start, ref.t_start)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lane_traceback_length_one_and_mixed_shapes(mode: str) -> None:
+    rng = np.random.default_rng(7)
+    P = [_pair(rng, k, 1, 1) for k in ("int", "ps", "neg", "hopeless")] * 3
+    P += [_pair(rng, "int", 1, int(t)) for t in rng.integers(1, 9, 6)]
+    P += [_pair(rng, "ps", int(q), 1) for q in rng.integers(1, 9, 6)]
+    P += _pairs(rng, 9, "float", 60, 120)
+    got = align_batch([p[0] for p in P], [p[1] for p in P], mode)
+    for (S, g), r in zip(P, got, strict=True):
+        _same(align(S, g, mode), r)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_lane_traceback_equals_brute_force_on_tiny_pairs(mode: str) -> None:
+    rng = np.random.default_rng(11)
+    P, vecs_all = [], []
+    for _ in range(24):
+        lq, lt = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        S = rng.integers(-3, 4, size=(lq, lt)).astype(np.float32)
+        vecs = {k: np.round(v) for k, v in random_gap_vectors(rng, lq, lt).items()}
+        P.append((S, GapCosts(**vecs)))
+        vecs_all.append(vecs)
+    got = align_batch([p[0] for p in P], [p[1] for p in P], mode)
+    for (S, _), vecs, r in zip(P, vecs_all, got, strict=True):
+        score, i0, j0, cols = reference_align(S, vecs, mode)
+        assert r.score == score == brute_best(S, vecs, mode)
+        assert (r.q_start, r.t_start) == (i0, j0)
+        assert np.array_equal(ops_from_cigar(r.cigar),
+                              ops_from_cigar("".join(f"1{c}" for c in cols)))
+
+
+def test_lane_traceback_ties_on_flat_scores() -> None:
+    """Many equal-scoring paths (constant S, free or equal gaps): the same tie-breaks."""
+    rng = np.random.default_rng(3)
+    for mode in MODES:
+        P = []
+        for _ in range(20):
+            lq, lt = (int(x) for x in rng.integers(1, 12, 2))
+            S = np.full((lq, lt), float(rng.integers(-1, 2)), np.float32)
+            P.append((S, GapCosts.uniform(lq, lt, float(rng.integers(0, 2)), 0.0)))
+        got = align_batch([p[0] for p in P], [p[1] for p in P], mode)
+        for (S, g), r in zip(P, got, strict=True):
+            _same(align(S, g, mode), r)
+
+
+def test_lane_traceback_does_not_depend_on_threads_or_batch() -> None:
+    import numba
+    rng = np.random.default_rng(5)
+    P = _pairs(rng, 40, "ps")
+    mats, gaps = [p[0] for p in P], [p[1] for p in P]
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = align_batch(mats, gaps, "local")
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = align_batch(mats, gaps, "local")
+    finally:
+        numba.set_num_threads(old)
+    alone = align_batch(mats[:5], gaps[:5], "local")
+    for a, b in zip(one, two, strict=True):
+        _same(a, b)
+    for a, b in zip(alone, one, strict=False):
+        _same(a, b)
