@@ -47,6 +47,7 @@ def _pairs(rng: np.random.Generator, n: int, kind: str, lo: int = 1, hi: int = 4
 
 
 def _same(a, b) -> None:  # noqa: ANN001
+    assert a.pairs.dtype == b.pairs.dtype and a.pairs.flags.c_contiguous == b.pairs.flags.c_contiguous
     assert np.float32(a.score).tobytes() == np.float32(b.score).tobytes()
     assert a.cigar == b.cigar
     assert (a.q_start, a.q_end, a.t_start, a.t_end) == (b.q_start, b.q_end, b.t_start, b.t_end)
@@ -153,3 +154,49 @@ def test_lane_traceback_does_not_depend_on_threads_or_batch() -> None:
         _same(a, b)
     for a, b in zip(alone, one, strict=False):
         _same(a, b)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_checkpointed_traceback_equals_the_full_matrix(mode: str, kind: str) -> None:
+    from homalign.dp.checkpoint import align_checkpointed
+    from homalign.dp.modes import mode_code
+    from homalign.dp.result import from_ops
+    rng = np.random.default_rng(abs(hash(("ck", mode, kind))) % 2**32)
+    for S, g in _pairs(rng, 12, kind, 1, 30):
+        ref = align(S, g, mode)
+        for K in (1, 2, 3, 7, None, 1000):
+            sc, ops, si, sj = align_checkpointed(S, g.kernel_vectors(), mode_code(mode), K)
+            _same(ref, from_ops(sc, ops, si, sj, mode))
+
+
+def test_align_and_align_batch_switch_to_checkpoints_above_the_limit(monkeypatch) -> None:  # noqa: ANN001
+    from homalign.dp import pairwise
+    rng = np.random.default_rng(9)
+    P = _pairs(rng, 20, "ps", 1, 50) + [_pair(rng, "int", 200, 150), _pair(rng, "float", 1, 1)]
+    refs = {m: [align(S, g, m) for S, g in P] for m in MODES}
+    monkeypatch.setattr(pairwise, "TRACE_LIMIT_BYTES", 300)
+    for mode in MODES:
+        for (S, g), ref in zip(P, refs[mode], strict=True):
+            _same(ref, align(S, g, mode))
+        for ref, r in zip(refs[mode], align_batch([p[0] for p in P], [p[1] for p in P], mode),
+                          strict=True):
+            _same(ref, r)
+
+
+def test_checkpointed_traceback_of_a_long_pair_uses_little_memory() -> None:
+    import tracemalloc
+
+    from homalign.dp.checkpoint import align_checkpointed
+    from homalign.dp.modes import mode_code
+    rng = np.random.default_rng(2)
+    S = rng.integers(-4, 6, (3000, 2000)).astype(np.float32)
+    g = GapCosts.uniform(3000, 2000, 11, 1)
+    align_checkpointed(S[:5, :5].copy(), GapCosts.uniform(5, 5).kernel_vectors(), 0)
+    tracemalloc.start()
+    sc, ops, si, sj = align_checkpointed(S, g.kernel_vectors(), mode_code("local"))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 3001 * 2001 / 4  # well under a byte a cell
+    ref = align(S, g, "local")
+    assert sc == ref.score and (si, sj) == (ref.q_start, ref.t_start)

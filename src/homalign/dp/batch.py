@@ -19,12 +19,14 @@ import numpy as np
 from numba import njit, prange
 from numba.typed import List
 
+from homalign.dp import pairwise
+from homalign.dp.checkpoint import align_checkpointed
 from homalign.dp.gaps import GapCosts
 from homalign.dp.kernels import gotoh, score_constant, score_general, score_integral, traceback
 from homalign.dp.lanes import score_local_lanes
 from homalign.dp.modes import LOCAL, mode_code
 from homalign.dp.pairwise import integral_bound_ok, validate_scores
-from homalign.dp.result import DPResult, from_ops
+from homalign.dp.result import DPResult
 from homalign.dp.trace_lanes import trace_lanes
 
 __all__ = ["align_batch"]
@@ -74,6 +76,70 @@ def _batch_kernel(  # noqa: ANN201, PLR0913
         else:
             dummy = np.zeros((1, 1), np.uint8)
             scores[k] = gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dummy)[0]
+
+
+@njit(cache=True, nogil=True)
+def _paths(ops, o_off, meta, spans, p_off, pairs, r_off, runs):  # noqa: ANN001, ANN201
+    """Per pair k (column codes ``ops[o_off[k]:][:meta[k, 0]]`` from ``meta[k, 1:]``): the
+    aligned pairs into ``pairs[p_off[k]:]``, the CIGAR runs (length, code) into
+    ``runs[r_off[k]:]``, and ``spans[k] = (q_end, t_end, n_pairs, n_runs)``, as
+    :func:`homalign.dp.result.from_ops` computes them."""
+    for k in range(meta.shape[0]):
+        i = meta[k, 1]
+        j = meta[k, 2]
+        np_ = 0
+        nr = 0
+        prev = 0
+        for c in range(meta[k, 0]):
+            op = ops[o_off[k] + c]
+            if op == 1:
+                pairs[p_off[k] + np_, 0] = i
+                pairs[p_off[k] + np_, 1] = j
+                np_ += 1
+            if op != 3:
+                i += 1
+            if op != 2:
+                j += 1
+            if op == prev:
+                runs[r_off[k] + nr - 1, 0] += 1
+            else:
+                runs[r_off[k] + nr, 0] = 1
+                runs[r_off[k] + nr, 1] = op
+                nr += 1
+                prev = op
+        spans[k, 0] = i
+        spans[k, 1] = j
+        spans[k, 2] = np_
+        spans[k, 3] = nr
+
+
+_LETTERS = ("?", "M", "I", "D")
+
+
+def _results(scores: np.ndarray, ops: np.ndarray, o_off: np.ndarray, meta: np.ndarray,
+             lqs: np.ndarray, lts: np.ndarray, mode: str) -> list[DPResult]:
+    """The DPResults of align_batch's traceback buffers (equal to ``from_ops`` per pair, in
+    one compiled pass)."""
+    n = meta.shape[0]
+    p_off = _offsets(np.minimum(lqs, lts))
+    r_off = o_off
+    spans = np.zeros((n, 4), dtype=np.int64)
+    pairs = np.empty((int(np.minimum(lqs, lts).sum()), 2), dtype=np.int32)
+    runs = np.zeros((max(int(ops.shape[0]), 1), 2), dtype=np.int64)
+    _paths(ops, o_off, meta, spans, p_off, pairs, r_off, runs)
+    out = []
+    sl = spans.tolist()
+    ml = meta.tolist()
+    po = p_off.tolist()
+    ro = r_off.tolist()
+    for k in range(n):
+        q_end, t_end, npairs, nruns = sl[k]
+        rk = runs[ro[k]:ro[k] + nruns].tolist()
+        cigar = "".join(f"{a}{_LETTERS[b]}" for a, b in rk)
+        out.append(DPResult(score=float(scores[k]), pairs=pairs[po[k]:po[k] + npairs].copy(),
+                            cigar=cigar, q_start=ml[k][1], q_end=q_end, t_start=ml[k][2],
+                            t_end=t_end, mode=mode))
+    return out
 
 
 def _offsets(sizes: np.ndarray) -> np.ndarray:
@@ -129,6 +195,8 @@ def align_batch(
                                  np.array([c is not None for c in consts]), scores)
         kind[done] = -1
     if not score_only:
+        big = np.flatnonzero((lqs + 1) * (lts + 1) > pairwise.TRACE_LIMIT_BYTES)
+        kind[big] = -1  # checkpointed kernel, one at a time, below
         tconsts = [g.constant_costs() for g in gaps]
         kind[trace_lanes(mats, lqs, lts, vecs, v_off, code, tconsts, ops, o_off, scores, meta)] = -1
     if not score_only or (kind >= 0).any():
@@ -138,7 +206,9 @@ def align_batch(
         )
     if score_only:
         return [float(s) for s in scores]
-    return [
-        from_ops(float(scores[k]), ops[o_off[k]:o_off[k] + meta[k, 0]], meta[k, 1], meta[k, 2], mode)
-        for k in range(n)
-    ]
+    for k in big:
+        sc, kops, si, sj = align_checkpointed(mats[k], kv[k], code)
+        scores[k] = sc
+        ops[o_off[k]:o_off[k] + kops.shape[0]] = kops
+        meta[k] = (kops.shape[0], si, sj)
+    return _results(scores, ops, o_off, meta, lqs, lts, mode)

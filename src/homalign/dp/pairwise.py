@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from homalign.dp.checkpoint import align_checkpointed
 from homalign.dp.gaps import GapCosts
 from homalign.dp.kernels import (
     gotoh,
@@ -17,7 +18,15 @@ from homalign.dp.kernels import (
 from homalign.dp.modes import mode_code
 from homalign.dp.result import DPResult, from_ops
 
-__all__ = ["align", "align_score", "check_scores", "integral_bound_ok", "validate_scores"]
+__all__ = [
+    "TRACE_LIMIT_BYTES", "align", "align_score", "check_scores", "integral_bound_ok",
+    "validate_scores",
+]
+
+#: ``align`` keeps a direction byte per cell up to this many cells ((Lq + 1) * (Lt + 1)); beyond
+#: it the checkpointed kernel (:mod:`homalign.dp.checkpoint`: O(sqrt(Lq) * Lt) bytes, one extra
+#: pass over the cells, identical result) runs. 256 MiB: about 16000 x 16000.
+TRACE_LIMIT_BYTES = 256 << 20
 
 _NO_TRACE = np.zeros((1, 1), dtype=np.uint8)
 _EXACT = 2.0**23  # partial scores stay integers below 2**24: float32 sums are exact
@@ -63,11 +72,15 @@ def integral_bound_ok(
 def align(S: np.ndarray, gaps: GapCosts, mode: str = "local") -> DPResult:
     """Optimal alignment of a score matrix under ``gaps`` in ``mode``, with traceback.
 
-    Uses O(Lq * Lt) bytes for the direction matrix. See :mod:`homalign.dp` for the conventions.
+    Uses (Lq + 1) * (Lt + 1) bytes for the direction matrix up to ``TRACE_LIMIT_BYTES``, beyond
+    that checkpointed rows (same result). See :mod:`homalign.dp` for the conventions.
     """
     code = mode_code(mode)
     arr = check_scores(S, gaps)
     lq, lt = arr.shape
+    if (lq + 1) * (lt + 1) > TRACE_LIMIT_BYTES:
+        score, ops, si, sj = align_checkpointed(arr, gaps.kernel_vectors(), code)
+        return from_ops(score, ops, si, sj, mode)
     dirs = np.empty((lq + 1, lt + 1), dtype=np.uint8)
     score, ei, ej, es = gotoh(arr, *gaps.kernel_vectors(), code, dirs)
     ops = np.empty(lq + lt, dtype=np.uint8)
