@@ -10,7 +10,8 @@ compiled and run once before timing (JIT excluded); a row reports the best of ``
 (the machine is shared, the best run is the least disturbed one) and the median. GCUPS =
 Lq * Lt / seconds / 1e9, the time including input validation. Rows:
 
-* score-only and traceback (``align_score`` / ``align``) at 300x300 and 1000x1000;
+* score-only and traceback (``align_score`` / ``align``) at 300x300 and 1000x1000, and align's
+  checkpointed-rows traceback (dp.checkpoint, the path above TRACE_LIMIT_BYTES) on the same pair;
 * the same score-only on a non-integer matrix (BLOSUM62 + 0.01 * noise: the float kernel, since
   the integer-valued fast path does not apply) and with position-specific gaps (general kernel);
 * parasail's striped Smith-Waterman (``sw_striped_sat`` / ``sw_striped_32``, score only) on the
@@ -19,8 +20,10 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
 * posterior_matrix (forward-backward; scaled probability space by default, float64 log space
   with method="log");
 * head to head at 1 and 2 threads (``--threads``) on ``--pairs`` (100) random 300x300 BLOSUM62
-  pairs, 11/1: ``align_score`` per pair, ``align_batch`` score-only and with traceback, and
-  parasail's ``sw_striped_16`` (its 16-bit striped kernel; 2 threads via a thread pool, the
+  pairs, 11/1: ``align_score`` per pair, ``align_batch`` score-only and with traceback (the
+  16-lane kernel dp.trace_lanes; also global mode, position-specific gaps, and the per-pair
+  kernel it replaced, paths checked equal), and parasail's ``sw_striped_16`` (its 16-bit
+  striped kernel) and ``sw_trace_striped_16`` with its CIGAR (2 threads via a thread pool, the
   ctypes call releases the GIL), scores checked equal; ``align_batch`` also on the first 16
   pairs alone, whose matrices stay in cache (homalign reads a float32 matrix per pair where
   parasail reads two sequences: on 100 pairs the matrices come from DRAM), and
@@ -52,10 +55,13 @@ import numba
 import numpy as np
 from Bio.Align import substitution_matrices
 
-from homalign.dp import GapCosts, align, align_batch, align_score
+from homalign.dp import GapCosts, align, align_batch, align_score, trace_lanes
+from homalign.dp.checkpoint import align_checkpointed, block_rows
 from homalign.dp.forward_batch import local_forward_batch
 from homalign.dp.lanes import score_local_codes
+from homalign.dp.pairwise import TRACE_LIMIT_BYTES
 from homalign.dp.posterior import posterior_matrix
+from homalign.dp.result import from_ops
 
 AA = "ARNDCQEGHILKMFPSTWYV"
 OUT = Path(__file__).resolve().parent / "results" / "dp.md"
@@ -142,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         add("align_score, local 11/1 (integer-valued kernel)", size, cells, ours, "linear memory")
         add("align (traceback), local 11/1", size, cells,
             timed(lambda S=S, g=gaps: align(S, g, "local"), reps), "uint8 directions + CIGAR")
+        add("align (traceback), local 11/1, checkpointed rows (long-sequence path)", size, cells,
+            timed(lambda S=S, g=gaps: checkpointed(S, g), reps),
+            f"every {block_rows(L)} rows; used above {TRACE_LIMIT_BYTES >> 20} MiB of directions")
         add("align_score, global 11/1", size, cells,
             timed(lambda S=S, g=gaps: align_score(S, g, "global"), reps), "")
         noisy = S + np.float32(0.01) * rng.standard_normal(S.shape).astype(np.float32)
@@ -230,8 +239,17 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
     pairs = [random_pair(rng, L, L) for _ in range(n)]
     mats = [scores(sub, q, t) for q, t in pairs]
     gl = [GapCosts.uniform(L, L, 11.0, 1.0) for _ in range(n)]
+    gps = [GapCosts.from_vectors(L, L, q_ins_open=rng.uniform(8, 12, L),
+                                 q_ins_ext=rng.uniform(0.5, 1.5, L),
+                                 t_del_open=rng.uniform(8, 12, L),
+                                 t_del_ext=rng.uniform(0.5, 1.5, L)) for _ in range(n)]
     cells = float(n * L * L)
     ref = [align_score(S, g, "local") for S, g in zip(mats, gl, strict=True)]
+    for mode, gg in (("local", gl), ("global", gl), ("local", gps)):  # lanes == per-pair kernel
+        a = align_batch(mats[:20], gg[:20], mode, False)
+        b = per_pair_trace(mats[:20], gg[:20], mode)
+        assert [(x.score, x.cigar, x.q_start, x.t_start) for x in a] == [
+            (x.score, x.cigar, x.q_start, x.t_start) for x in b], "lane traceback differs"
     qcodes = [np.array([AA.index(c) for c in q]) for q, _ in pairs]
     tcodes = [np.array([AA.index(c) for c in t]) for _, t in pairs]
     assert [float(x) for x in score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)] == ref
@@ -253,6 +271,14 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                          lambda: align_batch(mats[:16], gl[:16], "local", True)))
             runs.append(("homalign align_batch traceback",
                          lambda: align_batch(mats, gl, "local", False)))
+            runs.append(("homalign align_batch traceback, first 16 pairs (S cached)",
+                         lambda: align_batch(mats[:16], gl[:16], "local", False)))
+            runs.append(("homalign align_batch traceback, global",
+                         lambda: align_batch(mats, gl, "global", False)))
+            runs.append(("homalign align_batch traceback, position-specific gaps",
+                         lambda: align_batch(mats, gps, "local", False)))
+            runs.append(("homalign align_batch traceback, per-pair kernel (before)",
+                         lambda: per_pair_trace(mats, gl)))
             runs.append(("homalign dp.lanes.score_local_codes (codes + matrix)",
                          lambda: score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)))
             assert align_batch(mats, gl, "local", True) == ref
@@ -260,18 +286,29 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                 def one(qt: tuple[str, str]) -> int:
                     return parasail.sw_striped_16(qt[0], qt[1], 12, 1, parasail.blosum62).score
 
+                def one_trace(qt: tuple[str, str]) -> tuple[int, bytes]:
+                    r = parasail.sw_trace_striped_16(qt[0], qt[1], 12, 1, parasail.blosum62)
+                    return r.score, r.cigar.decode
+
                 assert [one(p) for p in pairs] == ref, "parasail disagrees"
+                assert [one_trace(p)[0] for p in pairs] == ref, "parasail traceback disagrees"
+                assert [r.score for r in align_batch(mats, gl, "local", False)] == ref
                 if th == 1:
                     runs.append(("parasail sw_striped_16", lambda: [one(p) for p in pairs]))
+                    runs.append(("parasail sw_trace_striped_16 (+ CIGAR)",
+                                 lambda: [one_trace(p) for p in pairs]))
                 else:
                     pool = ThreadPoolExecutor(th)
                     chunk = max(1, n // (4 * th))
                     runs.append(("parasail sw_striped_16", lambda pool=pool, chunk=chunk: list(
                         pool.map(one, pairs, chunksize=chunk))))
+                    runs.append(("parasail sw_trace_striped_16 (+ CIGAR)",
+                                 lambda pool=pool, chunk=chunk: list(
+                                     pool.map(one_trace, pairs, chunksize=chunk))))
             base = None
             for name, fn in runs:
                 t = timed(fn, reps)
-                base = t if name.startswith("parasail") else base
+                base = t if name == "parasail sw_striped_16" else base
                 m = 16 if "first 16" in name else n
                 c = float(m * L * L)
                 out.append({"kernel": name, "threads": th, "pairs": m, "size": f"{L}x{L}",
@@ -286,6 +323,23 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
     finally:
         numba.set_num_threads(old)
     return out
+
+
+def checkpointed(S: np.ndarray, gaps: GapCosts) -> object:
+    """align's long-sequence path (dp.checkpoint) on S, whatever its size."""
+    sc, ops, si, sj = align_checkpointed(S, gaps.kernel_vectors(), 0)
+    return from_ops(sc, ops, si, sj, "local")
+
+
+def per_pair_trace(mats: list[np.ndarray], gaps: list[GapCosts], mode: str = "local") -> list:
+    """align_batch with traceback on the per-pair kernel (gotoh + traceback, the path before
+    dp.trace_lanes): the lane kernel switched off."""
+    keep = trace_lanes.MIN_FILL
+    trace_lanes.MIN_FILL = 1 << 30
+    try:
+        return align_batch(mats, gaps, mode, False)
+    finally:
+        trace_lanes.MIN_FILL = keep
 
 
 def forward_rows(args: argparse.Namespace, add) -> list[dict]:  # noqa: ANN001

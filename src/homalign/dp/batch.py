@@ -199,7 +199,7 @@ def align_batch(
         kind[big] = -1  # checkpointed kernel, one at a time, below
         tconsts = [g.constant_costs() for g in gaps]
         kind[trace_lanes(mats, lqs, lts, vecs, v_off, code, tconsts, ops, o_off, scores, meta)] = -1
-    if not score_only or (kind >= 0).any():
+    if (kind >= 0).any():
         _batch_kernel(
             List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
             ops, o_off, scores, meta,

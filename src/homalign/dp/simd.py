@@ -242,3 +242,21 @@ def lookup_lanes16(typingctx, dst, doff, dstride, table, rows, codes, starts, le
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, addr):  # noqa: ANN001, ANN201, ARG001
+    """Hint the cache line at byte address ``addr`` (int64) into cache (``llvm.prefetch``, read,
+    locality 3): no effect on any value."""
+    sig = types.void(types.int64)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
+        i8p = ir.IntType(8).as_pointer()
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _i32, _i32, _i32]),
+            "llvm.prefetch.p0i8")
+        ptr = builder.inttoptr(args[0], i8p)
+        builder.call(fn, [ptr, ir.Constant(_i32, 0), ir.Constant(_i32, 3), ir.Constant(_i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -21,7 +21,7 @@ from numba import get_num_threads, get_thread_id, njit, prange
 
 from homalign.dp.lanes import _pack_row
 from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
-from homalign.dp.simd import TABLE
+from homalign.dp.simd import TABLE, prefetch
 
 __all__ = ["LANES", "MAX_GROUP_CELLS", "MIN_FILL", "trace_lanes"]
 
@@ -105,6 +105,7 @@ def _row(B, T, dirs, dw, p0, z, go_i, ge_i, go_d, ge_d, const, local):  # noqa: 
     ``dw``). ``const``: every lane has the position-independent costs ``go_*``/``ge_*`` (the
     cost slots are not read); ``local``: the running best is kept and M is not stored."""
     ql = _TL
+    drow = dirs[dw:dw + (T + 1) * LANES]  # (indices provably >= 0: no wraparound, so whole-vector stores)
     zero = np.float32(0.0)
     one = np.float32(1.0)
     f1 = np.float32(1)
@@ -119,7 +120,7 @@ def _row(B, T, dirs, dw, p0, z, go_i, ge_i, go_d, ge_d, const, local):  # noqa: 
     for jj in range(T):
         pb = jj * ql
         base = pb + ql
-        db = dw + (jj + 1) * LANES
+        db = (jj + 1) * LANES
         pos = np.float32(p0 + jj + 1)
         for u in range(LANES):
             hd = B[pb + _TO + u]
@@ -176,7 +177,7 @@ def _row(B, T, dirs, dw, p0, z, go_i, ge_i, go_d, ge_d, const, local):  # noqa: 
             # the cell code as an exact float sum (float selects vectorise, integer ones do not)
             cf = (s + (f12 if cg else f4)) + (
                 (f32 if ct else f16) + ((f64 if ci else zero) + (f128 if cd else zero)))
-            dirs[db + u] = np.uint8(np.int32(cf))
+            drow[np.uint64(db + u)] = np.uint8(np.int32(cf))
             if local:
                 bv = B[pb + _TBV + u]
                 cb = m > bv
@@ -278,6 +279,12 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
     bm0 = zero if local else b0
     for i in range(1, Q + 1):
         _pack_row(B, ql, addrs, idx, lqs, lts, i - 1, T, starts, lens, ones, zcodes)
+        for u in range(n):  # the rows two ahead into cache (the matrices stream from DRAM)
+            k = idx[u]
+            if i + 1 < lqs[k]:
+                a = addrs[k] + (i + 1) * lts[k] * 4
+                for off in range(0, lts[k] * 4 + 63, 64):
+                    prefetch(a + off)
         for u in range(n):
             k = idx[u]
             if i <= lqs[k]:
