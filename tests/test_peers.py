@@ -117,3 +117,19 @@ def test_hhalign_gets_the_profile_methods_msas(alad_pair, tmp_path, monkeypatch)
     assert used == expected == [str(tmp_path / f"{s.id}.a3m")
                                 for s in (alad_pair.query, alad_pair.target)]
     assert aln.length > 200
+
+
+def test_hhalign_maxres_bound_aligns_as_the_default(alad_pair, monkeypatch):
+    """-maxres just above the longer sequence (the speed-up) gives hhalign's default result:
+    the same pairs, score, E-value and probability as its 20,001-column default."""
+    _require("hhalign")
+    import homalign.methods.peers as peers
+
+    q, t = alad_pair.query, alad_pair.target
+    hh = get_method("hhalign")
+    bounded = hh.align(q, t)
+    monkeypatch.setattr(peers, "HHALIGN_MAXRES_MARGIN", 20001 - max(len(q), len(t)))
+    default = hh.align(q, t)
+    assert np.array_equal(bounded.pairs, default.pairs) and len(bounded.pairs) > 0
+    assert (bounded.score, bounded.evalue) == (default.score, default.evalue)
+    assert bounded.extra["probability"] == default.extra["probability"]

@@ -188,6 +188,8 @@ def phmmer_align(query: Sequence, target: Sequence, *, evalue: float = 1e9,
 
 
 # --- hhalign --------------------------------------------------------------------------------
+#: columns allowed beyond the longer sequence in hhalign's -maxres (begin/end states and slack)
+HHALIGN_MAXRES_MARGIN = 100
 _HHR_STATS = re.compile(r"Probab=(\S+)\s+E-value=(\S+)\s+Score=(\S+)")
 
 
@@ -222,8 +224,12 @@ def hhalign_align(query: Sequence, target: Sequence, *, query_a3m: str | Path | 
             q = _check_a3m(query_a3m, query, "query").resolve()
         if target_a3m is not None:
             t = _check_a3m(target_a3m, target, "target").resolve()
+        # -maxres: hhalign sizes its arrays for 20,001 columns by default, most of its time on a
+        # domain pair; the HMMs here have one column per residue of the first sequence (the
+        # a3m checks above), so a bound just above the longer sequence aligns identically
+        maxres = max(len(query), len(target)) + HHALIGN_MAXRES_MARGIN
         cmd = ["hhalign", "-i", str(q), "-t", str(t), "-o", str(tmp / "out.hhr"),
-               "-atab", str(tmp / "out.tab"), "-v", "0"]
+               "-atab", str(tmp / "out.tab"), "-v", "0", "-maxres", str(maxres)]
         if mact is not None:
             cmd += ["-mact", str(mact)]
         if glob:
