@@ -316,7 +316,7 @@ def _run_codes(table, qc, qo, ql_, tc, to, tl, order, go_i, ge_i, go_d, ge_d, sc
 
 
 def score_local_codes(queries, targets, matrix: np.ndarray, gap_open: float = 11.0,
-                      gap_extend: float = 1.0) -> np.ndarray:
+                      gap_extend: float = 1.0, *, first_gap: float | None = None) -> np.ndarray:
     """Local (Smith-Waterman) scores of the pairs ``(queries[k], targets[k])`` of integer code
     sequences under a plain substitution ``matrix`` (K x K, K < 32) and uniform gaps (BLAST
     convention: a gap of length k costs ``open + k * extend``), float32, 16 pairs at a time.
@@ -326,6 +326,8 @@ def score_local_codes(queries, targets, matrix: np.ndarray, gap_open: float = 11
     Equal, bit for bit, to ``align_score(matrix[q][:, t], GapCosts.uniform(..., gap_open,
     gap_extend), "local")`` (tests check it): the same float32 operations on the same values. A
     query may be repeated (one query against a database: pass it once per target).
+    ``first_gap``: the cost of a one-residue gap as the caller rounds it to float32 (default
+    ``float32(gap_open) + float32(gap_extend)``, as GapCosts.uniform forms it).
     """
     M = np.asarray(matrix, dtype=np.float32)
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] >= CODE_TABLE:
@@ -336,7 +338,7 @@ def score_local_codes(queries, targets, matrix: np.ndarray, gap_open: float = 11
     if len(targets) != n:
         raise ValueError("queries and targets differ in number")
     ge = np.float32(gap_extend)
-    go = np.float32(np.float32(gap_open) + ge)  # as GapCosts.uniform's kernel vectors
+    go = np.float32(np.float32(gap_open) + ge) if first_gap is None else np.float32(first_gap)
     if not (go >= ge >= 0):
         raise ValueError("gap costs must satisfy open + extend >= extend >= 0")
     if n == 0:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from homalign.dp.lanes import CODE_TABLE, score_local_codes
 from homalign.matrices import substitution_matrix
 
 
@@ -120,11 +121,20 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
     With ``db`` (the :class:`homalign.search.SequenceDB` that ``codes``/``offsets`` belong to)
     and an integer-valued matrix and gap costs, pyopal (Opal's SIMD inter-sequence kernels)
     computes them: the same integers (tests), about 5x faster on one core than the numba
-    kernel below, which serves every other case.
+    kernel below. Otherwise :func:`homalign.dp.lanes.score_local_codes` (16 targets a lane
+    group) computes them, or, for negative gap costs, the numba kernel below (the reference).
     """
     if db is not None and _opal_usable(matrix, gap_open, gap_extend):
         return _opal_scores(query_codes, db, np.asarray(targets), matrix, gap_open, gap_extend)
-    prof = query_profile(np.asarray(query_codes), matrix)
     tg = np.ascontiguousarray(targets, dtype=np.int64)
-    return _sw_many(prof, codes, offsets, tg, np.float32(gap_open + gap_extend),
-                    np.float32(gap_extend))
+    go, ge = np.float32(gap_open + gap_extend), np.float32(gap_extend)
+    M = substitution_matrix(matrix)
+    if go >= ge >= 0 and M.shape[0] < CODE_TABLE and np.all(np.isfinite(M)) and len(tg):
+        # the 16-lane kernel of homalign.dp.lanes: the same float32 operations on the same
+        # values as _sw_many (tests check the scores equal), several times faster
+        q = np.asarray(query_codes)
+        offs = np.asarray(offsets)
+        return score_local_codes([q] * len(tg), [codes[offs[t]:offs[t + 1]] for t in tg], M,
+                                 float(gap_open), float(ge), first_gap=float(go))
+    prof = query_profile(np.asarray(query_codes), matrix)
+    return _sw_many(prof, codes, offsets, tg, go, ge)
