@@ -50,7 +50,7 @@ if [ "$TINY" = 1 ]; then
     SET=(--set "model_args.homstrad=\"$FAMILIES\"" --set 'model_args.tmalign=""'
          --set model_args.window=64 --set model_args.max_pairs_per_family=2
          --set model_args.val_fraction=0.3 --set model_args.eval_pairs=3
-         --set model_args.config.dim=8 --set train.steps=4 --set train.batch_size=2
+         --set model_args.config.dim=8 --set model_args.max_cells=8192 --set train.steps=4
          --set train.save_model_steps=2 --set train.log_every_steps=0
          --set eval.throttle_secs=0.05)
     if [ -z "$DATA" ] || [ ! -f "$DATA/scope/astral-2.07-40.trainval.fa" ]; then

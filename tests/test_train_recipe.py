@@ -32,7 +32,7 @@ def _tiny(data: Path) -> list[str]:
     return [f'model_args.homstrad="{data}"', 'model_args.tmalign=""', "model_args.window=64",
             "model_args.val_fraction=0.1", "model_args.eval_pairs=2",
             "model_args.config.dim=8", "model_args.config.dilations=[1]", "train.steps=4",
-            "train.batch_size=2", "train.save_model_steps=2", "train.log_every_steps=0",
+            "model_args.max_cells=8192", "train.save_model_steps=2", "train.log_every_steps=0",
             "train.save_summaries_secs=0.0", "eval.throttle_secs=0.05"]
 
 
@@ -136,6 +136,10 @@ def test_a_warm_start_that_does_not_fit_is_refused(tmp_path: Path) -> None:
                          [*_tiny(data), f'warm_start.source="{other}"'])
     with pytest.raises(InputError, match="does not fit the model"):
         train_from_config(config, tmp_path / "run", echo=None)
+    # data too small for one batch: an error, not a loop waiting forever
+    config = load_config(CONFIGS / "more2.toml", [*_tiny(data), "train.batch_size=50"])
+    with pytest.raises(InputError, match="make no batch"):
+        train_from_config(config, tmp_path / "run2", echo=None)
 
 
 def test_the_recipe_script_parses_and_documents_tiny_mode() -> None:
@@ -167,3 +171,33 @@ def test_set_overrides_and_the_recipe_tables_are_checked() -> None:
                 {"train": {"clip_grad_norm": "1"}}):
         with pytest.raises(InputError):
             parse_config({"model": "toy-regression", **bad})
+
+
+def test_cell_budget_buckets_hold_every_pair_once_and_collate_to_the_training_loss() -> None:
+    from homalign.model.aligner import AlignerModel
+    from homalign.model.config import AlignerConfig
+    from homalign.model.data import load_homstrad
+    from homalign.model.task import (
+        BucketedPairs,
+        PairDataset,
+        aligner_loss,
+        collate_buckets,
+    )
+
+    pairs = load_homstrad(bundled_homstrad_dev(), 2)[:24]
+    data = BucketedPairs(pairs, window=64, max_cells=3 * 64 * 64)
+    seen = sorted(k for g in data.groups for k in g)
+    assert seen == list(range(len(pairs))) and len(data) >= 4
+    for g in range(len(data)):
+        q = data[g][0]
+        assert q.shape[0] * q.shape[1] ** 2 <= 3 * 64 * 64 or q.shape[0] == 1
+    # two buckets joined give the loss of the same pairs as single padded items
+    torch.manual_seed(0)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), dropout=0.0))
+    joined = collate_buckets([data[0], data[1]])
+    singles = PairDataset(pairs, window=64)
+    from torch.utils.data import default_collate
+
+    ref = default_collate([singles[k] for k in data.groups[0] + data.groups[1]])
+    got = float(aligner_loss(model, joined, aux_weight=0.2))
+    assert got == pytest.approx(float(aligner_loss(model, list(ref), aux_weight=0.2)), rel=1e-5)

@@ -84,6 +84,80 @@ class PairDataset(Dataset):
                 pad(p.t_acc, -1))
 
 
+class BucketedPairs(Dataset):
+    """Items: whole batches of pairs, each at most ``max_cells`` DP cells (``B * L^2`` with L the
+    longest sequence of the batch), the pairs sorted by length first so a batch pads little.
+
+    Each pair is cropped to ``window`` once (seeded by its name, as :class:`PairDataset`) and the
+    buckets are fixed for the run (length ties broken by ``seed``); the runtime's loader shuffles
+    their order every epoch. An item is :class:`PairDataset`'s tuple with a leading batch axis,
+    as wide as its longest sequences; join items with :func:`collate_buckets` (``batch_size = 1``
+    in the config: one bucket a step).
+    """
+
+    def __init__(self, pairs: list[TrainPair], window: int = 256, max_cells: int = 400_000,
+                 seed: int = 0) -> None:
+        self.window = window
+        self.pairs = [crop(p, window, np.random.default_rng(zlib.crc32(p.name.encode())))
+                      for p in pairs]
+        rng = np.random.default_rng(seed)
+        ties = rng.random(len(self.pairs))
+        size = [max(len(p.q), len(p.t)) for p in self.pairs]
+        order = sorted(range(len(self.pairs)), key=lambda k: (size[k], ties[k]))
+        self.groups: list[list[int]] = []
+        cur: list[int] = []
+        for k in order:
+            if cur and (len(cur) + 1) * size[k] * size[k] > max_cells:
+                self.groups.append(cur)
+                cur = []
+            cur.append(k)
+        if cur:
+            self.groups.append(cur)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __getitem__(self, g: int) -> tuple[torch.Tensor, ...]:
+        ps = [self.pairs[k] for k in self.groups[g]]
+        n, m = max(len(p.q) for p in ps), max(len(p.t) for p in ps)
+
+        def pad(arrays: list[np.ndarray], width: int, value: int) -> torch.Tensor:
+            out = np.full((len(arrays), width), value, dtype=np.int64)
+            for k, a in enumerate(arrays):
+                out[k, : len(a)] = a
+            return torch.as_tensor(out)
+
+        partners = []
+        for p in ps:
+            partner = np.full(len(p.q), -1, dtype=np.int64)
+            partner[p.pairs[:, 0]] = p.pairs[:, 1]
+            partners.append(partner)
+        return (pad([p.q for p in ps], n, PAD), pad([p.t for p in ps], m, PAD),
+                torch.tensor([len(p.q) for p in ps]), torch.tensor([len(p.t) for p in ps]),
+                pad(partners, n, -1), pad([p.q_ss for p in ps], n, -1),
+                pad([p.t_ss for p in ps], m, -1), pad([p.q_acc for p in ps], n, -1),
+                pad([p.t_acc for p in ps], m, -1))
+
+
+_PAD_VALUES = (PAD, PAD, None, None, -1, -1, -1, -1, -1)
+
+
+def collate_buckets(items: list[tuple[torch.Tensor, ...]]) -> list[torch.Tensor]:
+    """One batch of :class:`BucketedPairs` items: the buckets padded to a common width and
+    stacked along the batch axis (one item: as it is)."""
+    if len(items) == 1:
+        return list(items[0])
+    out = []
+    for j, value in enumerate(_PAD_VALUES):
+        parts = [item[j] for item in items]
+        if value is not None:
+            width = max(x.shape[1] for x in parts)
+            parts = [torch.nn.functional.pad(x, (0, width - x.shape[1]), value=value)
+                     for x in parts]
+        out.append(torch.cat(parts))
+    return out
+
+
 def target_tokens(model: AlignerModel, batch: Batch) -> torch.Tensor | None:
     """The target's template tokens (its ``.tem`` labels) for a template-mode model, else None."""
     return template_tokens(batch.t_ss, batch.t_acc) if model.cfg.template else None
@@ -311,7 +385,7 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
                       margin: float = 0.0, margin_missed: float | None = None,
                       max_identity: float | None = None,
                       teacher: str | None = None, distill_weight: float = 1.0,
-                      dp: str = "crf",
+                      dp: str = "crf", max_cells: int | None = None,
                       eval_data: str = HELD_OUT, eval_pairs: int | None = 200,
                       config: dict | None = None,
                       objective: str = "alignment",
@@ -324,7 +398,9 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
 
     ``objective = "alignment"``: training data = the non-held-out part of ``homstrad``
     (+ ``tmalign``), only pairs below ``max_identity`` reference identity when given (e.g. to
-    fine-tune on remote homologs; evaluation keeps every held-out pair); evaluation = at most
+    fine-tune on remote homologs; evaluation keeps every held-out pair); with ``max_cells`` the
+    items are length-sorted batches of at most that many DP cells (:class:`BucketedPairs`; set
+    ``[train] batch_size = 1``), else single pairs padded to ``window``; evaluation = at most
     ``eval_pairs`` whole pairs of ``eval_data`` ("held-out", or a directory of families; 0: all
     pairs; no evaluation when it is "held-out" and nothing is held out). ``"dev"`` is refused:
     selecting a model on the reported split is not allowed (evaluate dev once, afterwards, with
@@ -379,8 +455,13 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
     model.homology.requires_grad_(False)
     options = {"margin": margins, "f1_weight": f1_weight, "teacher": teacher_model,
                "distill_weight": distill_weight, "dp": dp}
+    if max_cells is not None and max_cells < 1:
+        raise InputError(f"[model_args] max_cells = {max_cells}: use a positive cell count")
     return TrainTask(
-        model=model, train_dataset=PairDataset(train, window),
+        model=model,
+        train_dataset=(PairDataset(train, window) if max_cells is None
+                       else BucketedPairs(train, window, max_cells)),
+        collate_fn=None if max_cells is None else collate_buckets,
         loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight,
                                                 marginal_weight=marginal_weight, **options),
         eval_dataset=PairDataset(val, window),
@@ -399,6 +480,6 @@ def register() -> None:
 
 register()
 
-__all__ = ["PairDataset", "StepSeeds", "aligner_loss", "batch_loss", "evaluate_homology",
+__all__ = ["BucketedPairs", "PairDataset", "StepSeeds", "collate_buckets", "aligner_loss", "batch_loss", "evaluate_homology",
            "export_aligner", "export_homology", "make_aligner_task", "register", "target_tokens",
            "tensor_batch"]

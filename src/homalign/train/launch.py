@@ -236,7 +236,12 @@ def train_from_config(
         opt = make_optimizer(parameter_groups(model, s), s)
         sched = make_scheduler(opt, s)
         loader = ResumableLoader(task.train_dataset, s.batch_size, seed=config.seed,
-                                 num_workers=s.num_workers, prefetch=s.prefetch)
+                                 num_workers=s.num_workers, prefetch=s.prefetch,
+                                 collate_fn=task.collate_fn)
+        if loader.batches_per_epoch() == 0:  # the loop would wait for a batch forever
+            raise InputError(f"the training data ({len(task.train_dataset)} items) make no "  # type: ignore[arg-type]
+                             f"batch of [train] batch_size = {s.batch_size} on this rank",
+                             path=config.path)
         net = distributed.wrap_ddp(model)
         chief = distributed.is_chief()
         sv = Supervisor(

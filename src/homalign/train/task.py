@@ -24,6 +24,8 @@ class TrainTask:
     """A model with its training (and optional evaluation) data, loss and metrics.
 
     ``config`` is JSON describing how to rebuild the model (written next to exported weights).
+    ``collate_fn`` (optional) joins the dataset items of one batch (default: torch's
+    ``default_collate``), e.g. for items that are already batches of varying width.
     ``evaluate`` (optional) scores a whole model, e.g. on an evaluation directory; with an
     ``[eval]`` table in the config, ``homalign train`` runs it on new checkpoints and exports the
     best model with ``export`` (default: :func:`homalign.train.evaluation.default_export`).
@@ -37,3 +39,4 @@ class TrainTask:
     config: Mapping[str, Any] = field(default_factory=dict)
     evaluate: EvalFn | None = None
     export: ExportFn | None = None
+    collate_fn: Callable[[list[Any]], Any] | None = None
