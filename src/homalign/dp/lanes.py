@@ -50,6 +50,9 @@ def _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes):  #
         else:
             starts[u] = addrs[k]
             lens[u] = 0
+    for u in range(n, LANES):  # unused lanes: a valid address too (a masked load from an
+        starts[u] = addrs[idx[0]]  # unmapped one takes a microcode assist, ~7 ms a group)
+        lens[u] = 0
     for j0 in range(0, T, LANES):
         pack_lanes16_at(B, j0 * ql + (ql + _QS), ql, ones, starts, lens, j0, ones, zcodes,
                         j0 * LANES, NEG)

@@ -281,8 +281,8 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
         _pack_row(B, ql, addrs, idx, lqs, lts, i - 1, T, starts, lens, ones, zcodes)
         for u in range(n):  # the rows two ahead into cache (the matrices stream from DRAM)
             k = idx[u]
-            if i + 1 < lqs[k]:
-                a = addrs[k] + (i + 1) * lts[k] * 4
+            if i + 8 < lqs[k]:
+                a = addrs[k] + (i + 8) * lts[k] * 4
                 for off in range(0, lts[k] * 4 + 63, 64):
                     prefetch(a + off)
         for u in range(n):
@@ -393,7 +393,7 @@ def _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off, mode, gconst, cpara
             Q = max(Q, lqs[idx[u]])
             T = max(T, lts[idx[u]])
         tid = get_thread_id()  # each thread its own scratch (reused across calls)
-        dirs = dirs_work[tid, :(Q + 1) * (T + 1) * LANES]
+        dirs = dirs_work[tid]  # a whole row (C-contiguous: whole-vector stores); its head is used
         ends = np.zeros((idx.shape[0], 4), dtype=np.float64)
         _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, gconst[g], cparams[idx[0]], Q, T,
                     dirs, ends, b_work[tid])
