@@ -7,10 +7,14 @@ PY=${PYTHON:-python3.11}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-# torch==2.13.0 is pinned in pyproject.toml: pip takes the CPU wheel on this machine's disk.
+# pyproject.toml asks for a torch range (a library must install beside others); the environment
+# takes the CPU wheel of torch 2.13.0 on this machine's disk first, so that pip, finding the
+# range satisfied, installs no other (a newer release here is a multi-GB CUDA build).
+TORCH_CPU=${HOMALIGN_TORCH:-torch==2.13.0}
 stamp=.venv/.homalign-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q "$TORCH_CPU"
     .venv/bin/python -m pip install -q -e '.[test,ray]'
     touch "$stamp"
 fi
