@@ -94,3 +94,21 @@ def test_msa_and_db_pass_through(data_dir, tmp_path, monkeypatch):
 def test_bad_options_are_rejected(bad):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["benchmark", "alignment", *bad])
+
+
+@pytest.mark.slow
+def test_parallel_alignment_benchmark_compiles_in_its_workers(tmp_path) -> None:
+    """With an empty numba cache the pinned workers compile the kernels themselves: changing
+    NUMBA_NUM_THREADS after numba had loaded made every compile in them fail (a fresh clone's
+    main job)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    r = subprocess.run([sys.executable, "-c", "import sys; from homalign.cli import main; "
+                        "sys.exit(main(sys.argv[1:]))", "benchmark", "alignment", "--methods",
+                        "learned", "--max-pairs", "4", "-j", "2", "--out", str(tmp_path / "o"),
+                        "--no-progress"], env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (tmp_path / "o" / "summary.csv").is_file()

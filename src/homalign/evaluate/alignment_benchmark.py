@@ -100,11 +100,12 @@ def _warm_up(method: str, options: dict) -> None:
 
 def _pin_worker() -> None:
     """Pool initializer: one thread for everything that computes in this worker (the pool is
-    the parallelism); the environment too, for libraries that read it when they load."""
+    the parallelism); the environment too, for libraries that read it when they load. Not
+    ``NUMBA_NUM_THREADS``: numba, already loaded in a forked worker, refuses to compile once that
+    variable differs from the pool it launched; ``set_threads`` limits numba instead."""
     import os
 
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                "NUMBA_NUM_THREADS"):
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
     from homalign.threads import set_threads
 
