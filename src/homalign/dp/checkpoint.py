@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from homalign.dp.kernels import NEG, U0, U1, U2, U3, ZERO, _begin, _is_end, _mx
+from homalign.dp.kernels import NEG, U0, U1, U2, U3, ZERO, begin_cell, cell_max, is_end_cell
 from homalign.dp.modes import LOCAL, SEMIGLOBAL
 
 __all__ = ["align_checkpointed", "block_rows"]
@@ -52,7 +52,7 @@ def _rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, i0, i1, h, g, e, prev
         # row 0: B and D only
         dv = NEG
         for j in range(lt + 1):
-            b = _begin(mode, 0, j)
+            b = begin_cell(mode, 0, j)
             if j > 0:
                 xo = t[j - 1] - (tdo[j - 1] + qdo[0])
                 xe = dv - (tde[j - 1] + qde[0])
@@ -76,7 +76,7 @@ def _rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, i0, i1, h, g, e, prev
             ck_e[0, :] = e
             ck_p[0, :] = prev
         if mode == SEMIGLOBAL:
-            b = _begin(mode, 0, lt)
+            b = begin_cell(mode, 0, lt)
             if b > best:
                 best, bi, bj, bs = b, 0, lt, 0
             if d[lt] > best:
@@ -89,7 +89,7 @@ def _rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, i0, i1, h, g, e, prev
         a_ge = qie[i - 1]
         r_go = qdo[i]
         r_ge = qde[i]
-        b0 = _begin(mode, i, 0)
+        b0 = begin_cell(mode, i, 0)
         # pass 1a: M (h is the previous row here)
         for k in range(lt):
             m[k + 1] = h[k] + row[k]
@@ -171,7 +171,7 @@ def _rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, i0, i1, h, g, e, prev
         if local:
             rmax = NEG
             for k in range(1, lt + 1):
-                rmax = _mx(rmax, m[k])
+                rmax = cell_max(rmax, m[k])
             if rmax > best:
                 for k in range(1, lt + 1):
                     if m[k] == rmax:
@@ -185,7 +185,7 @@ def _rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, i0, i1, h, g, e, prev
             else:
                 lo = lt + 1
             for j in range(lo, lt + 1):
-                if not _is_end(mode, i, j, lq, lt):
+                if not is_end_cell(mode, i, j, lq, lt):
                     continue
                 b = b0 if j == 0 else NEG
                 if b > best:

@@ -40,13 +40,13 @@ U3 = np.uint8(3)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _mx(a: np.float32, b: np.float32) -> np.float32:
+def cell_max(a: np.float32, b: np.float32) -> np.float32:
     """max(a, b) as a compare-and-select (compiles to maxss/maxps; inputs are never NaN)."""
     return a if a > b else b
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _begin(mode: int, i: int, j: int) -> np.float32:
+def begin_cell(mode: int, i: int, j: int) -> np.float32:
     """Value of the begin state B at prefix cell (i, j) for gap transitions (BG)."""
     if mode == GLOBAL:
         return ZERO if (i == 0 and j == 0) else NEG
@@ -58,7 +58,7 @@ def _begin(mode: int, i: int, j: int) -> np.float32:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _is_end(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
+def is_end_cell(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
     """Whether (i, j) is an end cell of a non-local mode."""
     if mode == GLOBAL:
         return i == lq and j == lt
@@ -98,7 +98,7 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
     # row 0: B and D only
     dv = NEG
     for j in range(lt + 1):
-        b = _begin(mode, 0, j)
+        b = begin_cell(mode, 0, j)
         if j > 0:
             xo = t[j - 1] - (tdo[j - 1] + qdo[0])
             xe = dv - (tde[j - 1] + qde[0])
@@ -119,7 +119,7 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
     if dirs.shape[0] == lq + 1:
         dirs[0, :] = prev
     if mode == SEMIGLOBAL:
-        b = _begin(mode, 0, lt)
+        b = begin_cell(mode, 0, lt)
         if b > best:
             best, bi, bj, bs = b, 0, lt, 0
         if d[lt] > best:
@@ -130,7 +130,7 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
         a_ge = qie[i - 1]
         r_go = qdo[i]
         r_ge = qde[i]
-        b0 = _begin(mode, i, 0)
+        b0 = begin_cell(mode, i, 0)
         # pass 1a: M (h is the previous row here)
         for k in range(lt):
             m[k + 1] = h[k] + row[k]
@@ -206,7 +206,7 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
         if local:
             rmax = NEG
             for k in range(1, lt + 1):
-                rmax = _mx(rmax, m[k])
+                rmax = cell_max(rmax, m[k])
             if rmax > best:
                 for k in range(1, lt + 1):
                     if m[k] == rmax:
@@ -220,7 +220,7 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
             else:
                 lo = lt + 1
             for j in range(lo, lt + 1):
-                if not _is_end(mode, i, j, lq, lt):
+                if not is_end_cell(mode, i, j, lq, lt):
                     continue
                 b = b0 if j == 0 else NEG
                 if b > best:
@@ -265,13 +265,13 @@ def traceback(dirs, end_i, end_j, end_state, ops):  # noqa: ANN001, ANN201
 def _pass1(row, h, e, t, go_i, ge_i, z, b0):  # noqa: ANN001
     """Row i, vectorisable part: e <- I(i, .), t <- max(M, I, B)(i, .) from h = H(i-1, .)."""
     lt = t.shape[0] - 1
-    e0 = _mx(h[0] - go_i, e[0] - ge_i)
-    t[0] = _mx(b0, e0)
+    e0 = cell_max(h[0] - go_i, e[0] - ge_i)
+    t[0] = cell_max(b0, e0)
     for k in range(lt):
-        m = _mx(h[k], z) + row[k]
-        ej = _mx(h[k + 1] - go_i, e[k + 1] - ge_i)
+        m = cell_max(h[k], z) + row[k]
+        ej = cell_max(h[k + 1] - go_i, e[k + 1] - ge_i)
         e[k + 1] = ej
-        t[k + 1] = _mx(m, ej)
+        t[k + 1] = cell_max(m, ej)
     e[0] = e0
 
 
@@ -284,11 +284,11 @@ def _pass2(h, t, go_d, ge_d):  # noqa: ANN001
     tprev = t[0]
     rb = t[0]
     for k in range(lt):
-        d = _mx(tprev - go_d, d - ge_d)
+        d = cell_max(tprev - go_d, d - ge_d)
         tj = t[k + 1]
-        hk = _mx(tj, d)
+        hk = cell_max(tj, d)
         h[k + 1] = hk
-        rb = _mx(rb, hk)
+        rb = cell_max(rb, hk)
         tprev = tj
     return rb
 
@@ -302,41 +302,41 @@ def _pass2_pair(row2, h, e, t, go_i, ge_i, go_d, ge_d, z, b0):  # noqa: ANN001
     """
     lt = t.shape[0] - 1
     hi0 = t[0]
-    e20 = _mx(hi0 - go_i, e[0] - ge_i)
+    e20 = cell_max(hi0 - go_i, e[0] - ge_i)
     e[0] = e20
-    t2prev = _mx(b0, e20)
+    t2prev = cell_max(b0, e20)
     h[0] = t2prev
     d2 = NEG
     # row i, column 1
     t1prev = t[1]
     d1 = hi0 - go_d
-    h1 = _mx(t1prev, d1)
+    h1 = cell_max(t1prev, d1)
     hd2 = hi0
     hu2 = h1
-    rb = _mx(hi0, h1)
+    rb = cell_max(hi0, h1)
     # iteration k: row i at column k + 2, row i + 1 at column k + 1
     for k in range(lt - 1):
-        d1 = _mx(t1prev - go_d, d1 - ge_d)
+        d1 = cell_max(t1prev - go_d, d1 - ge_d)
         tj = t[k + 2]
-        h1 = _mx(tj, d1)
-        rb = _mx(rb, h1)
+        h1 = cell_max(tj, d1)
+        rb = cell_max(rb, h1)
         t1prev = tj
-        m2 = _mx(hd2, z) + row2[k]
-        e2 = _mx(hu2 - go_i, e[k + 1] - ge_i)
+        m2 = cell_max(hd2, z) + row2[k]
+        e2 = cell_max(hu2 - go_i, e[k + 1] - ge_i)
         e[k + 1] = e2
-        tt = _mx(m2, e2)
-        d2 = _mx(t2prev - go_d, d2 - ge_d)
-        h[k + 1] = _mx(tt, d2)
+        tt = cell_max(m2, e2)
+        d2 = cell_max(t2prev - go_d, d2 - ge_d)
+        h[k + 1] = cell_max(tt, d2)
         t2prev = tt
         hd2 = hu2
         hu2 = h1
     # row i + 1, column lt
-    m2 = _mx(hd2, z) + row2[lt - 1]
-    e2 = _mx(hu2 - go_i, e[lt] - ge_i)
+    m2 = cell_max(hd2, z) + row2[lt - 1]
+    e2 = cell_max(hu2 - go_i, e[lt] - ge_i)
     e[lt] = e2
-    tt = _mx(m2, e2)
-    d2 = _mx(t2prev - go_d, d2 - ge_d)
-    h[lt] = _mx(tt, d2)
+    tt = cell_max(m2, e2)
+    d2 = cell_max(t2prev - go_d, d2 - ge_d)
+    h[lt] = cell_max(tt, d2)
     return hu2, rb
 
 
@@ -344,12 +344,12 @@ def _pass2_pair(row2, h, e, t, go_i, ge_i, go_d, ge_d, z, b0):  # noqa: ANN001
 def _row0(h, e, go_d, ge_d, mode):  # noqa: ANN001
     """H(0, .) = max(B, D) along row 0; I(0, .) = -inf."""
     lt = h.shape[0] - 1
-    h[0] = _begin(mode, 0, 0)
+    h[0] = begin_cell(mode, 0, 0)
     e[0] = NEG
     d = NEG
     for j in range(1, lt + 1):
-        d = _mx(h[j - 1] - go_d, d - ge_d)
-        h[j] = _mx(_begin(mode, 0, j), d)
+        d = cell_max(h[j - 1] - go_d, d - ge_d)
+        h[j] = cell_max(begin_cell(mode, 0, j), d)
         e[j] = NEG
 
 
@@ -358,10 +358,10 @@ def _row_end(best, h, i, lq, mode):  # noqa: ANN001
     """Fold the end cells of row i (H values in ``h``) into ``best`` (non-local modes)."""
     lt = h.shape[0] - 1
     if mode == SEMIGLOBAL and i < lq:
-        return _mx(best, h[lt])
+        return cell_max(best, h[lt])
     if (mode == GLOCAL or mode == SEMIGLOBAL) and i == lq:
         for j in range(lt + 1):
-            best = _mx(best, h[j])
+            best = cell_max(best, h[j])
         return best
     if mode == GLOBAL and i == lq:
         return h[lt]
@@ -387,25 +387,25 @@ def score_constant(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     best = ZERO if local else NEG
     _row0(h, e, go_d, ge_d, mode)
     if mode == SEMIGLOBAL:
-        best = _mx(best, h[lt])
+        best = cell_max(best, h[lt])
     i = 1
     while i <= lq:
-        _pass1(S[i - 1], h, e, t, go_i, ge_i, z, _begin(mode, i, 0))
+        _pass1(S[i - 1], h, e, t, go_i, ge_i, z, begin_cell(mode, i, 0))
         if i < lq:
             h_i_end, h_i_max = _pass2_pair(
-                S[i], h, e, t, go_i, ge_i, go_d, ge_d, z, _begin(mode, i + 1, 0)
+                S[i], h, e, t, go_i, ge_i, go_d, ge_d, z, begin_cell(mode, i + 1, 0)
             )
             if local:
-                best = _mx(best, h_i_max)
+                best = cell_max(best, h_i_max)
                 for j in range(lt + 1):  # row i + 1 (vectorised max over the stored row)
-                    best = _mx(best, h[j])
+                    best = cell_max(best, h[j])
             elif mode == SEMIGLOBAL:
-                best = _mx(best, h_i_end)
+                best = cell_max(best, h_i_end)
             i += 1
         else:
             row_max = _pass2(h, t, go_d, ge_d)
             if local:
-                best = _mx(best, row_max)
+                best = cell_max(best, row_max)
         if not local:
             best = _row_end(best, h, i, lq, mode)
         i += 1
@@ -426,10 +426,10 @@ def _pass2_offset(h, t, u, jge, go_d):  # noqa: ANN001
     run = NEG
     rb = t[0]
     for k in range(lt):
-        run = _mx(run, u[k + 1])
-        hk = _mx(t[k + 1], run - jge[k + 1])
+        run = cell_max(run, u[k + 1])
+        hk = cell_max(t[k + 1], run - jge[k + 1])
         h[k + 1] = hk
-        rb = _mx(rb, hk)
+        rb = cell_max(rb, hk)
     return rb
 
 
@@ -455,7 +455,7 @@ def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     best = ZERO if local else NEG
     _row0(h, e, go_d, ge_d, mode)
     if mode == SEMIGLOBAL:
-        best = _mx(best, h[lt])
+        best = cell_max(best, h[lt])
     for i in range(1, lq + 1):
         row = S[i - 1]
         n_frac = 0
@@ -463,10 +463,10 @@ def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
             n_frac += np.floor(row[k]) != row[k]
         if n_frac:
             return best, False
-        _pass1(row, h, e, t, go_i, ge_i, z, _begin(mode, i, 0))
+        _pass1(row, h, e, t, go_i, ge_i, z, begin_cell(mode, i, 0))
         row_max = _pass2_offset(h, t, u, jge, go_d)
         if local:
-            best = _mx(best, row_max)
+            best = cell_max(best, row_max)
         else:
             best = _row_end(best, h, i, lq, mode)
     return best, True
@@ -490,28 +490,28 @@ def score_general(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode):  # noqa: ANN
     t = np.empty(lt + 1, np.float32)
     best = ZERO if local else NEG
     # row 0: H = max(B, D)
-    h[0] = _begin(mode, 0, 0)
+    h[0] = begin_cell(mode, 0, 0)
     e[0] = NEG
     d = NEG
     r_go = qdo[0]
     r_ge = qde[0]
     for j in range(1, lt + 1):
-        d = _mx(h[j - 1] - (tdo[j - 1] + r_go), d - (tde[j - 1] + r_ge))
-        h[j] = _mx(_begin(mode, 0, j), d)
+        d = cell_max(h[j - 1] - (tdo[j - 1] + r_go), d - (tde[j - 1] + r_ge))
+        h[j] = cell_max(begin_cell(mode, 0, j), d)
         e[j] = NEG
     if mode == SEMIGLOBAL:
-        best = _mx(best, h[lt])
+        best = cell_max(best, h[lt])
     for i in range(1, lq + 1):
         row = S[i - 1]
         a_go = qio[i - 1]
         a_ge = qie[i - 1]
-        e0 = _mx(h[0] - (a_go + tio[0]), e[0] - (a_ge + tie[0]))
-        t[0] = _mx(_begin(mode, i, 0), e0)
+        e0 = cell_max(h[0] - (a_go + tio[0]), e[0] - (a_ge + tie[0]))
+        t[0] = cell_max(begin_cell(mode, i, 0), e0)
         for k in range(lt):
-            m = _mx(h[k], z) + row[k]
-            ej = _mx(h[k + 1] - (a_go + tio[k + 1]), e[k + 1] - (a_ge + tie[k + 1]))
+            m = cell_max(h[k], z) + row[k]
+            ej = cell_max(h[k + 1] - (a_go + tio[k + 1]), e[k + 1] - (a_ge + tie[k + 1]))
             e[k + 1] = ej
-            t[k + 1] = _mx(m, ej)
+            t[k + 1] = cell_max(m, ej)
         e[0] = e0
         r_go = qdo[i]
         r_ge = qde[i]
@@ -520,14 +520,14 @@ def score_general(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode):  # noqa: ANN
         tprev = t[0]
         rb = t[0]
         for k in range(lt):
-            d = _mx(tprev - (tdo[k] + r_go), d - (tde[k] + r_ge))
+            d = cell_max(tprev - (tdo[k] + r_go), d - (tde[k] + r_ge))
             tj = t[k + 1]
-            hk = _mx(tj, d)
+            hk = cell_max(tj, d)
             h[k + 1] = hk
-            rb = _mx(rb, hk)
+            rb = cell_max(rb, hk)
             tprev = tj
         if local:
-            best = _mx(best, rb)
+            best = cell_max(best, rb)
         else:
             best = _row_end(best, h, i, lq, mode)
     return best

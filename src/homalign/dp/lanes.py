@@ -39,7 +39,7 @@ _QL = 15 * LANES
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes):  # noqa: ANN001, ANN202, PLR0913
+def pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes):  # noqa: ANN001, ANN202, PLR0913
     """Row i of every pair of the group into the S slots (-inf outside a pair's matrix)."""
     n = idx.shape[0]
     for u in range(n):
@@ -76,7 +76,7 @@ def _group_const(addrs, idx, lqs, lts, go_i, ge_i, go_d, ge_d, out):  # noqa: AN
     zcodes = np.zeros(tp * LANES, dtype=np.int32)
     zero = np.float32(0.0)
     for i in range(Q):
-        _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
+        pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
         # column 0 (local mode): H = I = T = -inf, so D starts at -inf; O, D, T stay -inf
         for jj in range(T):
             pb = jj * ql  # column jj (done for this row); base: column jj + 1
@@ -140,7 +140,7 @@ def _group_vec(addrs, idx, lqs, lts, vecs, v_off, out):  # noqa: ANN001, ANN201,
             B[(j + 1) * ql + _QTDO + u] = vecs[4][o2 + j]
             B[(j + 1) * ql + _QTDE + u] = vecs[5][o2 + j]
     for i in range(Q):
-        _pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
+        pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
         for u in range(n):
             k = idx[u]
             if i < lqs[k]:

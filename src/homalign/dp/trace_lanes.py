@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, get_thread_id, njit, prange
 
-from homalign.dp.lanes import _pack_row
+from homalign.dp.lanes import pack_row
 from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
 from homalign.dp.simd import TABLE, prefetch
 
@@ -278,7 +278,7 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
     b0 = _begin_col0(mode)
     bm0 = zero if local else b0
     for i in range(1, Q + 1):
-        _pack_row(B, ql, addrs, idx, lqs, lts, i - 1, T, starts, lens, ones, zcodes)
+        pack_row(B, ql, addrs, idx, lqs, lts, i - 1, T, starts, lens, ones, zcodes)
         for u in range(n):  # the rows two ahead into cache (the matrices stream from DRAM)
             k = idx[u]
             if i + 8 < lqs[k]:
