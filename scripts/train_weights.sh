@@ -2,8 +2,11 @@
 # Train every shipped weight set (learned, learned_search, learned_template) with `homalign train`,
 # stage after stage, and write them with their records to OUT (default runs/recipe/weights).
 #
-#   scripts/train_weights.sh [--tiny] [--runs DIR] [--out DIR]
+#   scripts/train_weights.sh [--tiny] [--runs DIR] [--out DIR] [--stage NAME]
 #
+# --stage NAME runs that one stage only (its warm-start source must exist), so independent stages
+# (mgs3; tmpl1 and homad4 once more2 is done) can run beside the main chain on another core; a
+# later plain run skips it and writes the records.
 # Resumable: a stage whose product (export) exists is skipped; a stage that was stopped resumes
 # from its newest checkpoint (the runtime's), so rerunning the same command continues the recipe.
 # Each stage's command, start, end and seconds go to RUNS/<stage>/stage.json and RUNS/commands.log;
@@ -20,13 +23,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 TINY=0
 RUNS=""
+ONLY=""
 OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --tiny) TINY=1 ;;
         --runs) RUNS="$2"; shift ;;
         --out) OUT="$2"; shift ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        --stage) ONLY="$2"; shift ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -93,6 +98,10 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$RUNS/commands.log"; }
 stage() {
     local name="$1" config="$2" product="$3" warm="${4:-}"
     local logdir="$RUNS/$name"
+    if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then return 0; fi
+    if [ -n "$warm" ] && [ ! -f "$warm.safetensors" ]; then
+        log "$name needs $warm.safetensors (run its source stage first)"; exit 1
+    fi
     if [ -f "$logdir/export/$product.safetensors" ] && [ -f "$logdir/export/$product.json" ]; then
         log "skip $name: $logdir/export/$product exists"
         return 0
@@ -135,6 +144,10 @@ stage tw2    tw2    average "$RUNS/mg4/export/average"
 stage mgs3   mgs3   average
 stage tmpl1  tmpl1  last    "$RUNS/more2/export/best"
 stage homad4 homad4 last    "$RUNS/more2/export/best"
+if [ -n "$ONLY" ]; then
+    case "$ONLY" in more2|mg2|mg4|tw2|mgs3|tmpl1|homad4) exit 0 ;; esac
+    echo "unknown stage: $ONLY (more2 mg2 mg4 tw2 mgs3 tmpl1 homad4)" >&2; exit 2
+fi
 
 # learned = the ensemble of tw2 and mgs3 (mean scores and gap costs, one DP)
 if [ ! -f "$OUT/learned.safetensors" ]; then
