@@ -116,6 +116,42 @@ def test_search_scores_are_the_one_pair_scores_at_any_thread_count(proteins) -> 
         assert score == pytest.approx(ref, rel=1e-4)
 
 
+def test_search_hits_are_traced_back_as_align_does_pair_by_pair(proteins) -> None:
+    from homalign.methods.learned import LearnedRep, _align_prepared
+
+    db = SequenceDB.from_sequences(proteins)
+    q = proteins[0]
+    hits = search(q, db, method="learned", evalue=1e9, prefilter=False)
+    assert len(hits) == len(proteins)  # every target, "tiny" included
+    smodel, _meta = load_bundled("learned_search")
+    for h in hits:
+        t = db.sequence(h.target_index)
+        ref = _align_prepared(q, t, LearnedRep(q.codes, smodel.embed(q.codes)),
+                              LearnedRep(t.codes, smodel.embed(t.codes)))
+        assert np.array_equal(h.alignment.pairs, ref.pairs), h.target_id
+        assert h.alignment.score == pytest.approx(ref.score, rel=1e-5)
+        assert h.alignment.extra.keys() == ref.extra.keys()
+        # homology_score is the hit's ranking score (what search ranked it by)
+        assert h.alignment.extra["homology_score"] == h.score
+        assert h.score == pytest.approx(ref.extra["homology_score"], rel=1e-4)
+        assert h.alignment.extra["homology_probability"] == pytest.approx(
+            ref.extra["homology_probability"], rel=1e-3, abs=1e-6)
+        assert (h.alignment.evalue, h.alignment.bits) == (h.evalue, h.bits)
+    viterbi = search(q, db, method="learned", evalue=1e9, prefilter=False, decode="viterbi")
+    h = viterbi[0]
+    ref = _align_prepared(q, db.sequence(h.target_index), None, None, decode="viterbi")
+    assert np.array_equal(h.alignment.pairs, ref.pairs)
+
+
+def test_model_embed_many_equals_embedding_each_alone(proteins) -> None:
+    model, _meta = load_bundled("learned")  # the ensemble: its members' embeddings side by side
+    many = model.embed_many([p.codes for p in proteins])
+    for p, e in zip(proteins, many, strict=True):
+        alone = model.embed(p.codes)
+        assert e.shape == alone.shape
+        np.testing.assert_allclose(e.numpy(), alone.numpy(), atol=1e-5)
+
+
 def test_makedb_stores_embeddings_that_search_reads(proteins, tmp_path: Path) -> None:
     fasta = _fasta(tmp_path, proteins)
     out = makedb(fasta, tmp_path / "db")

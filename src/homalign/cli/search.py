@@ -115,23 +115,20 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> I
 
 
 def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
-    """One search per query, as :func:`homalign.search.search_many` does (targets prepared
-    once), yielding each query's hits as soon as they are ranked."""
+    """One search per query, yielding each query's hits as soon as they are ranked: with
+    ``--threads N`` and a makedb directory, N one-thread worker processes search whole queries
+    side by side (:mod:`homalign.search.parallel`; the same hits)."""
     from tqdm import tqdm
 
-    from homalign.methods import get_method
-    from homalign.search import TargetReps, search
+    from homalign.search.parallel import iter_search
 
-    m = get_method(args.method)
-    reps = None
-    if m.prepare is not None and m.score is not None:
-        reps = TargetReps(m, db, {**m.defaults, **opts})
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
-    for q in tqdm(queries, desc=f"search {args.method}", unit="query",
-                  disable=not _common.progress(args), dynamic_ncols=True):
-        yield q, search(q, db, args.method, evalue=args.evalue, max_hits=args.max_hits,
-                        prefilter=not args.exhaustive, prefilter_options=pf_opts,
-                        target_reps=reps, **opts)
+    yield from tqdm(iter_search(queries, db, args.method, workers=_common.threads(args),
+                                evalue=args.evalue, max_hits=args.max_hits,
+                                prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                                **opts),
+                    total=len(queries), desc=f"search {args.method}", unit="query",
+                    disable=not _common.progress(args), dynamic_ncols=True)
 
 
 def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> list:

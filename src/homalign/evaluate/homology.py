@@ -335,8 +335,10 @@ MSADB_SUFFIX = "+msadb"
 
 def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
                         prefilter: bool = True, max_hits: int = 2000, progress: bool = True,
-                        **options: Any) -> dict[str, list[tuple[str, float, float]]]:
-    """Search every query against ``db`` (a SequenceDB) with a registered method, scores only.
+                        workers: int = 1, **options: Any
+                        ) -> dict[str, list[tuple[str, float, float]]]:
+    """Search every query against ``db`` (a SequenceDB) with a registered method, scores only
+    (``workers``: query-parallel processes for a makedb directory, as ``homalign search -j``).
 
     ``METHOD@N`` (e.g. ``pssm@3``, ``learned@3``) runs
     :func:`homalign.search.iterative.iterative_search` with N iterations instead; its score
@@ -348,7 +350,7 @@ def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
                               progress=progress, **options)
     seqs = [db.sequence(db.index_of(q)) for q in queries]
     res = search_many(seqs, db, method, progress=progress, evalue=1e9, max_hits=max_hits,
-                      prefilter=prefilter, traceback=False, **options)
+                      prefilter=prefilter, traceback=False, workers=workers, **options)
     return {q.id: [(h.target_id, h.score, h.evalue) for h in hits] for q, hits in res}
 
 
@@ -529,7 +531,7 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
     from homalign.search import SequenceDB
     from homalign.threads import set_threads
 
-    set_threads(threads)  # homalign's methods get the peers' thread count
+    threads = set_threads(threads)  # homalign's methods get the peers' thread count
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     search_db = None
@@ -570,7 +572,7 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
             else:
                 results = run_homalign_method(method, queries, db, prefilter=prefilter,
                                               max_hits=max_hits, progress=progress,
-                                              **(method_options or {}))
+                                              workers=threads, **(method_options or {}))
             seconds = time.perf_counter() - start
             per_query = sensitivities(results, queries, index)
             means = mean_sensitivity(per_query)

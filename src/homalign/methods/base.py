@@ -125,7 +125,8 @@ class Method:
     :func:`homalign.stats.calibrate` fit on i.i.d. sequences. ``ranking()`` (optional) returns
     the method's ranking score in closed form (:class:`homalign.model.ranking.RankingModel`), or
     None; ``search`` then scores all candidates of a query in batched, compiled passes over the
-    database's stored target embeddings instead of calling ``score`` per pair (same scores).
+    database's stored target embeddings instead of calling ``score`` per pair (same scores), and
+    traces its hits back with ``align_hits`` (optional) in one call.
     """
 
     name: str
@@ -138,6 +139,10 @@ class Method:
     defaults: dict = field(default_factory=dict)
     fingerprint: Callable[[], str] | None = None  # changes when the method's scores change
     align_prepared: Callable[..., Alignment] | None = None
+    #: ``(query, targets, scores, **options)`` → the alignments ``align`` gives of the query with
+    #: each target, in one call (the learned method embeds the targets in batches); ``scores``
+    #: are the search scores that ranked them
+    align_hits: Callable[..., list[Alignment]] | None = None
     null_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
     ranking: Callable[[], Any] | None = None  # -> homalign.model.ranking.RankingModel | None
     #: the method's options, the one place they are declared (None: undeclared, not checked)
@@ -181,7 +186,8 @@ class Method:
             return inner
 
         return replace(self, align=wrap(self.align), prepare=wrap(self.prepare, ("role",)),
-                       score=wrap(self.score), align_prepared=wrap(self.align_prepared))
+                       score=wrap(self.score), align_prepared=wrap(self.align_prepared),
+                       align_hits=wrap(self.align_hits))
 
 
 def dp_method(

@@ -175,10 +175,7 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     """``align`` reusing prepared embeddings where they are the aligner's own (``search`` traces
     its hits back with it; its reps hold the ranking weights' embeddings, so the aligner embeds
     the two sequences itself and a ranking profile is not used)."""
-    from homalign.dp import align as dp_align
-    from homalign.dp import align_score
-    from homalign.model.decode import mea_align, posterior_matrix
-    from homalign.model.homology import homology_probability, ranking_score
+    from homalign.model.homology import ranking_score
 
     extra: dict[str, Any] = {}
     search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS
@@ -202,11 +199,46 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
             qrep = None
         if trep is not None and trep.weights != ALIGN_WEIGHTS:
             trep = None
-    cfg = model.cfg
-    mode = mode or cfg.decode_mode
     e_q = qrep.embedding if qrep is not None else model.embed(query.codes)
     e_t = trep.embedding if trep is not None else model.embed(target.codes)
     prof = qrep.profile if qrep is not None else None
+    aln = _decode_pair(model, query, target, e_q, e_t, prof, decode=decode, mode=mode,
+                       threshold=threshold, homologs=homologs, max_homologs=max_homologs,
+                       homolog_evalue=homolog_evalue)
+    aln.extra.update(extra)
+    # the probability of the score search ranks the pair by (the ranking weights, sequence only)
+    smodel, smeta = _model(SEARCH_WEIGHTS)
+    if smeta.get("homology"):
+        sq = search_reps[0] or _prepare(query)
+        st = search_reps[1] or _prepare(target)
+        rank = ranking_score(smodel, smeta, query.codes, sq.embedding, target.codes, st.embedding)
+        _add_homology(aln, smeta, rank)
+    return aln
+
+
+def _add_homology(aln: Alignment, meta: dict, rank: float) -> None:
+    aln.extra["homology_score"] = rank
+    from homalign.model.homology import homology_probability
+
+    aln.extra["homology_probability"] = homology_probability(meta["homology"], rank,
+                                                             len(aln.query), len(aln.target))
+
+
+def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
+                 prof: np.ndarray | None, *, decode: str, mode: str | None,
+                 threshold: float | None, homologs: Any = None,
+                 max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE
+                 ) -> Alignment:
+    """The aligner's alignment of one pair from its embeddings: MEA of the posteriors (through
+    the homologues' consistency transform when ``homologs`` is given) or the best path;
+    ``score`` is the local best-path score of the learned S."""
+    from homalign.dp import align as dp_align
+    from homalign.dp import align_score
+    from homalign.model.decode import mea_align, posterior_matrix
+
+    extra: dict[str, Any] = {}
+    cfg = model.cfg
+    mode = mode or cfg.decode_mode
     S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t, prof)
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)
@@ -227,19 +259,37 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
     else:
         raise ValueError(f"unknown decode {decode!r}; expected 'mea' or 'viterbi'")
     local = float(align_score(S, gaps, mode="local"))
-    # the probability of the score search ranks the pair by (the ranking weights, sequence only)
-    smodel, smeta = _model(SEARCH_WEIGHTS)
-    if smeta.get("homology"):
-        sq = search_reps[0] or _prepare(query)
-        st = search_reps[1] or _prepare(target)
-        rank = ranking_score(smodel, smeta, query.codes, sq.embedding, target.codes, st.embedding)
-        extra["homology_score"] = rank
-        extra["homology_probability"] = homology_probability(smeta["homology"], rank, len(query),
-                                                             len(target))
     aln = Alignment(query_id=query.id, target_id=target.id, query=query.residues,
                     target=target.residues, pairs=pairs, score=local, method="learned")
     aln.extra.update(extra)
     return aln
+
+
+def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
+                *, threshold: float | None = None, decode: str = "mea",
+                mode: str | None = None, **options: Any) -> list[Alignment]:
+    """``align`` of ``query`` with each of its search hits, at once: the aligner embeds the query
+    once and the targets in padded batches, and each hit's ranking score (``scores``: what
+    search ranked it by, the batched form of ``homology_score``) gives ``homology_score`` and
+    ``homology_probability`` without scoring the pair again. Template mode and ``homologs`` go
+    pair by pair (:func:`_align_prepared`)."""
+    if any(options.get(k) is not None for k in ("target_ss", "target_acc", "homologs")):
+        return [_align_prepared(query, t, None, None, threshold=threshold, decode=decode,
+                                mode=mode, **options) for t in targets]
+    if not targets:
+        return []
+    model, _meta = _model(ALIGN_WEIGHTS)
+    e_q = model.embed(query.codes)
+    _smodel, smeta = _model(SEARCH_WEIGHTS)
+    out = []
+    for t, e_t, rank in zip(targets, model.embed_many([t.codes for t in targets]), scores,
+                            strict=True):
+        aln = _decode_pair(model, query, t, e_q, e_t, None, decode=decode, mode=mode,
+                           threshold=threshold)
+        if smeta.get("homology"):
+            _add_homology(aln, smeta, float(rank))
+        out.append(aln)
+    return out
 
 
 _POSTERIOR_CACHE: OrderedDict[tuple, np.ndarray] = OrderedDict()
@@ -362,7 +412,8 @@ register(Method(
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
     defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
-    null_params=_null_params, ranking=ranking_model, options=LEARNED_OPTIONS,
+    align_hits=_align_hits, null_params=_null_params, ranking=ranking_model,
+    options=LEARNED_OPTIONS,
 ))
 
 register(Method(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import fields
 
 import numpy as np
@@ -15,6 +16,34 @@ from homalign.model.scorer import HomologyScore, PairScorer
 
 N_SS = 3  # helix, strand, other (from the JOY "secondary structure and phi angle" track)
 N_ACC = 2  # accessible, buried (JOY "solvent accessibility": T / F)
+
+
+#: residues per encoder call when embedding many sequences (one padded batch, about 2 MB of
+#: activations per layer at dim 32)
+EMBED_BATCH_RESIDUES = 16_384
+
+
+def padded_batches(codes: list[np.ndarray], residues: int = EMBED_BATCH_RESIDUES
+                   ) -> Iterator[tuple[np.ndarray, Tensor]]:
+    """(indices, int64 codes (B, L) padded with ``PAD``) batches of similar lengths, at most
+    ``residues`` cells (B x L) each (a longer sequence alone), covering every sequence once."""
+    order = np.argsort([len(c) for c in codes], kind="stable")
+    start = 0
+    while start < len(order):
+        longest = len(codes[order[start]])
+        stop = start + 1
+        while stop < len(order):
+            longest = max(longest, len(codes[order[stop]]))
+            if longest * (stop + 1 - start) > residues:
+                break
+            stop += 1
+        idx = order[start:stop]
+        L = max(len(codes[k]) for k in idx)
+        batch = np.full((len(idx), L), PAD, dtype=np.int64)
+        for r, k in enumerate(idx):
+            batch[r, :len(codes[k])] = codes[k]
+        yield idx, torch.from_numpy(batch)
+        start = stop
 
 
 class AlignerModel(nn.Module):
@@ -55,6 +84,17 @@ class AlignerModel(nn.Module):
         template tokens (template mode)."""
         tok = None if tokens is None else torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
         return self.encoder(torch.as_tensor(codes.astype(np.int64))[None], tok)
+
+    @torch.no_grad()
+    def embed_many(self, codes: list[np.ndarray]) -> list[Tensor]:
+        """:meth:`embed` of each sequence, in padded batches of similar lengths (the encoder
+        zeroes padding, so each equals the sequence embedded alone, to float rounding)."""
+        out: list[Tensor] = [torch.empty(0)] * len(codes)
+        for idx, batch in padded_batches(codes):
+            e = self.encoder(batch)
+            for r, k in enumerate(idx):
+                out[k] = e[r:r + 1, :len(codes[k])]
+        return out
 
     @torch.no_grad()
     def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
@@ -164,6 +204,12 @@ class EnsembleAligner(nn.Module):
     def embed(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> Tensor:
         """(1, L, sum of member dims): the members' embeddings side by side."""
         return torch.cat([m.embed(codes, tokens) for m in self.members], dim=-1)
+
+    @torch.no_grad()
+    def embed_many(self, codes: list[np.ndarray]) -> list[Tensor]:
+        """:meth:`embed` of each sequence, each member in padded batches."""
+        per_member = [m.embed_many(codes) for m in self.members]
+        return [torch.cat(es, dim=-1) for es in zip(*per_member, strict=True)]
 
     @torch.no_grad()
     def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,

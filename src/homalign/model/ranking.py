@@ -27,10 +27,8 @@ import torch
 from numba import njit, prange
 
 from homalign.dp.forward_batch import local_forward_batch
+from homalign.model.aligner import EMBED_BATCH_RESIDUES
 
-#: residues per encoder call when embedding many sequences (one padded batch, about 2 MB of
-#: activations per layer at dim 32)
-EMBED_BATCH_RESIDUES = 16_384
 #: above this S the float32 match weight exp(S) could overflow; such a target (never seen with
 #: real proteins: per-residue scores are a few nats) is scored by the float64 reference path
 MAX_CELL_SCORE = 60.0
@@ -109,32 +107,9 @@ class RankingModel:
     # --- per-sequence work ----------------------------------------------------------------
     def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
         """float32 (L, d) embeddings of each sequence, in padded batches of similar lengths
-        (the encoder zeroes padding, so each equals the sequence embedded alone)."""
-        from homalign.model.encoder import PAD
-
-        out: list[np.ndarray | None] = [None] * len(codes)
-        order = np.argsort([len(c) for c in codes], kind="stable")
-        start = 0
-        enc = self.model.encoder
-        while start < len(order):
-            longest = len(codes[order[start]])
-            stop = start + 1
-            while stop < len(order):
-                longest = max(longest, len(codes[order[stop]]))
-                if longest * (stop + 1 - start) > EMBED_BATCH_RESIDUES:
-                    break
-                stop += 1
-            idx = order[start:stop]
-            L = max(len(codes[k]) for k in idx)
-            batch = np.full((len(idx), L), PAD, dtype=np.int64)
-            for r, k in enumerate(idx):
-                batch[r, :len(codes[k])] = codes[k]
-            with torch.no_grad():
-                e = enc(torch.from_numpy(batch)).numpy()
-            for r, k in enumerate(idx):
-                out[k] = np.ascontiguousarray(e[r, :len(codes[k])], dtype=np.float32)
-            start = stop
-        return out  # type: ignore[return-value]
+        (:meth:`homalign.model.aligner.AlignerModel.embed_many`)."""
+        return [np.ascontiguousarray(e[0].numpy(), dtype=np.float32)
+                for e in self.model.embed_many(codes)]
 
     def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each

@@ -24,8 +24,9 @@ import sys as _sys
 import types as _types
 
 from homalign.search.database import SequenceDB, makedb, open_database
-from homalign.search.engine import TargetReps, search, search_many
+from homalign.search.engine import TargetReps, search
 from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, fuse_hits, rank_hits, write_hits
+from homalign.search.parallel import search_many
 
 __all__ = [
     "BLAST_TAB_COLUMNS",

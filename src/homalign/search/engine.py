@@ -13,13 +13,13 @@ Steps for each query:
    (Karlin–Altschul for ``sw`` with a published matrix/gap-cost pair, a cached Gumbel fit
    otherwise), over the whole
    database's residues and sequence count (the effective search space);
-4. **traceback** only for the hits passing the E-value threshold (at most ``max_hits``).
+4. **traceback** only for the hits passing the E-value threshold (at most ``max_hits``): in one
+   ``Method.align_hits`` call for a batched ranking (``learned``), else hit by hit.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -320,6 +320,17 @@ def search(
         return rank_hits(Hit(q.id, db.ids[int(cand[n])], int(cand[n]), float(scores[n]),
                              float(bits[n]), float(evals[n]), peer_alns.get(int(cand[n])))
                          for n in order)
+    if ranking is not None and m.align_hits is not None and query_rep is None:
+        # the batched ranking's hits are traced back in one call (targets embedded in batches)
+        alns = m.align_hits(q, [db.sequence(int(cand[n])) for n in order], scores[order],
+                            **opts)
+        hits = []
+        for n, aln in zip(order, alns, strict=True):
+            aln.evalue = float(evals[n])
+            aln.bits = float(bits[n])
+            hits.append(Hit(q.id, db.ids[int(cand[n])], int(cand[n]), float(scores[n]),
+                            float(bits[n]), float(evals[n]), aln))
+        return rank_hits(hits)
     if is_dp and target_reps is None:
         target_reps = TargetReps(m, db, opts)
     if is_dp and qrep is None:
@@ -340,30 +351,7 @@ def search(
     return rank_hits(hits)
 
 
-def search_many(
-    queries: Iterable[Sequence],
-    db: SequenceDB | str | Path,
-    method: str = "sw",
-    *,
-    progress: bool = True,
-    **kwargs: Any,
-) -> list[tuple[Sequence, list[Hit]]]:
-    """:func:`search` for each query (a tqdm progress bar on stderr); [(query, hits), ...]."""
-    from tqdm import tqdm
-
-    if not isinstance(db, SequenceDB):
-        db = open_database(db)
-    qs = list(queries)
-    m = get_method(method)
-    known = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
-             "params", "max_query_length", "candidates", "traceback", "rescore",
-             "calibrated", "neighbours"}
-    method_options = {k: v for k, v in kwargs.items() if k not in known}
-    reps = None
-    if m.prepare is not None and m.score is not None:
-        reps = TargetReps(m, db, {**m.defaults, **method_options})
-    out = []
-    for q in tqdm(qs, desc=f"search {method}", unit="query", disable=not progress,
-                  dynamic_ncols=True):
-        out.append((q, search(q, db, method, target_reps=reps, **kwargs)))
-    return out
+#: the keywords of :func:`search` that are not method options
+SEARCH_KEYWORDS = frozenset({"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options",
+                             "db_size", "params", "max_query_length", "candidates",
+                             "traceback", "rescore", "calibrated", "neighbours"})

@@ -71,7 +71,7 @@ def _worker_db(db: SequenceDB | str) -> SequenceDB:
 def _search_queries(queries: list[Sequence], db: SequenceDB | str, method: str,
                     kwargs: dict[str, Any], iterative: dict[str, Any] | None = None
                     ) -> list[list[Hit]]:
-    from homalign.search.engine import search_many
+    from homalign.search.parallel import search_many
 
     db = _worker_db(db)
     if iterative:

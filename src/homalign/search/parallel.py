@@ -1,0 +1,120 @@
+"""Queries searched side by side: worker processes, one thread each, whole queries each.
+
+One query's search is a few short compiled passes (prefilter scan, Smith-Waterman rescoring,
+learned scoring) with serial work between them (torch embeddings, numpy, the tracebacks), so
+threads inside one query leave cores idle. :func:`iter_search` with ``workers=N`` instead hands
+whole queries to N worker processes on one thread each and yields each query's hits in query
+order as they come. The hits are the one-process search's: a query's arithmetic never depends
+on the thread count (:mod:`homalign.threads`), and each query is searched alone.
+
+Workers open the database themselves, so nothing large crosses a pipe: a ``homalign makedb``
+directory is memory-mapped with its stored embeddings and neighbour lists. A database with no
+directory behind it (a FASTA file read into memory, or one built in Python) is searched in this
+process, with the threads inside each query, since each worker would otherwise embed the whole
+database again. Workers are spawned (a fresh interpreter: no fork of a process whose numba,
+torch and OpenMP pools may be running), end with their parent
+(:func:`homalign.workers.init_worker`), and a worker's exception is raised here; a worker that dies is a RuntimeError, never missing hits. Ray (:mod:`homalign.search.ray_backend`) spreads queries over
+machines the same way.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from homalign.search.database import SequenceDB, open_database
+from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, search
+from homalign.search.hits import Hit
+from homalign.sequence import Sequence
+
+_WORKER: dict[str, Any] = {}
+
+
+def _target_reps(db: SequenceDB, method: str, options: dict[str, Any]) -> TargetReps | None:
+    from homalign.methods import get_method
+
+    m = get_method(method)
+    if m.prepare is None or m.score is None:
+        return None
+    return TargetReps(m, db, {**m.defaults, **{k: v for k, v in options.items()
+                                                if k not in SEARCH_KEYWORDS}})
+
+
+def _init(parent_pid: int, db_dir: str, method: str, options: dict[str, Any]) -> None:
+    from homalign.search.database import open_database
+    from homalign.threads import set_threads
+    from homalign.workers import init_worker
+
+    init_worker(parent_pid)
+    set_threads(1)
+    db = open_database(db_dir)
+    _WORKER.update(db=db, method=method, options=options,
+                   reps=_target_reps(db, method, options))
+
+
+def _search_one(query: Sequence) -> list[Hit]:
+    w = _WORKER
+    return search(query, w["db"], w["method"], target_reps=w["reps"], **w["options"])
+
+
+def database_dir(db: SequenceDB) -> str | None:
+    """The ``homalign makedb`` directory ``db`` was opened from, or None."""
+    src = db.source
+    if src is not None and Path(src).is_dir() and (Path(src) / "manifest.json").is_file():
+        return src
+    return None
+
+
+def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw", *,
+                workers: int = 1, **options: Any) -> Iterator[tuple[Sequence, list[Hit]]]:
+    """(query, hits) of each query in order: :func:`homalign.search.search` with ``options``,
+    in ``workers`` processes when there is more than one query and ``db`` is a makedb
+    directory, else here (prepared targets shared across the queries)."""
+    qs = list(queries)
+    db_dir = database_dir(db)
+    n = min(int(workers), len(qs))
+    if n <= 1 or db_dir is None:
+        reps = _target_reps(db, method, options)
+        for q in qs:
+            yield q, search(q, db, method, target_reps=reps, **options)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init,
+                             initargs=(os.getpid(), db_dir, method, options)) as pool:
+        try:
+            for q, hits in zip(qs, pool.map(_search_one, qs), strict=True):
+                yield q, hits
+        except BrokenProcessPool:
+            raise RuntimeError(f"a search worker process died (killed, or out of memory) "
+                               f"while searching {db_dir}: no hits are reported for the "
+                               f"queries it held; rerun with fewer --threads") from None
+
+
+def search_many(
+    queries: Iterable[Sequence],
+    db: SequenceDB | str | Path,
+    method: str = "sw",
+    *,
+    progress: bool = True,
+    workers: int = 1,
+    **kwargs: Any,
+) -> list[tuple[Sequence, list[Hit]]]:
+    """:func:`search` for each query (a tqdm progress bar on stderr); [(query, hits), ...].
+    ``workers`` > 1 searches whole queries side by side in that many one-thread processes
+    when ``db`` is a makedb directory (:func:`iter_search`; the same hits)."""
+    from tqdm import tqdm
+
+    if not isinstance(db, SequenceDB):
+        db = open_database(db)
+    qs = list(queries)
+    return list(tqdm(iter_search(qs, db, method, workers=workers, **kwargs), total=len(qs),
+                     desc=f"search {method}", unit="query", disable=not progress,
+                     dynamic_ncols=True))
+
+
+__all__ = ["database_dir", "iter_search", "search_many"]

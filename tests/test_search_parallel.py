@@ -1,0 +1,63 @@
+"""Queries searched side by side in worker processes (homalign.search.parallel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.proteins import mutate, random_protein
+
+from homalign.io import FastaRecord, write_fasta
+from homalign.search import SequenceDB, makedb, open_database, search_many
+from homalign.search.parallel import database_dir, iter_search
+from homalign.sequence import Sequence
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory) -> tuple[Path, list[Sequence]]:
+    rng = np.random.default_rng(11)
+    base = [random_protein(rng, int(rng.integers(40, 120))) for _ in range(10)]
+    seqs = [Sequence(f"p{i}", s) for i, s in enumerate(base)]
+    seqs += [Sequence(f"m{i}", mutate(rng, s, 0.4)) for i, s in enumerate(base[:6])]
+    tmp = tmp_path_factory.mktemp("par")
+    write_fasta(tmp / "db.fa", [FastaRecord(s.id, "", s.residues) for s in seqs])
+    return makedb(tmp / "db.fa", tmp / "db"), seqs
+
+
+def _key(results) -> list:
+    return [(q.id, [(h.target_id, h.score, h.evalue, h.bits,
+                     None if h.alignment is None else h.alignment.pairs.tolist())
+                    for h in hits]) for q, hits in results]
+
+
+@pytest.mark.parametrize("method", ["sw", "learned"])
+def test_workers_give_the_hits_of_one_process_in_query_order(database, method: str) -> None:
+    dbdir, seqs = database
+    db = open_database(dbdir)
+    assert database_dir(db) == str(dbdir)
+    queries = seqs[:5]
+    one = list(iter_search(queries, db, method, workers=1, evalue=1e3))
+    two = list(iter_search(queries, db, method, workers=2, evalue=1e3))
+    assert [q.id for q, _ in two] == [q.id for q in queries]
+    assert _key(two) == _key(one)
+    assert any(len(h) > 1 for _, h in one)  # real hits, not empty lists
+    assert _key(search_many(queries, db, method, workers=2, progress=False,
+                            evalue=1e3)) == _key(one)
+
+
+def test_a_database_without_a_directory_is_searched_here(database) -> None:
+    _dbdir, seqs = database
+    db = SequenceDB.from_sequences(seqs)
+    assert database_dir(db) is None
+    got = list(iter_search(seqs[:3], db, "sw", workers=2))
+    want = list(iter_search(seqs[:3], db, "sw", workers=1))
+    assert _key(got) == _key(want)
+
+
+def test_a_worker_error_reaches_the_caller(database) -> None:
+    dbdir, seqs = database
+    too_long = Sequence("long", "A" * 50)
+    with pytest.raises(Exception, match="more than the limit of 20"):
+        list(iter_search([seqs[0], too_long, seqs[1]], open_database(dbdir), "sw", workers=2,
+                         max_query_length=20))
