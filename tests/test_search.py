@@ -254,3 +254,19 @@ def test_peer_methods_align_each_candidate_and_keep_their_own_evalues(small_db, 
         assert h.evalue == pytest.approx(1e-3 * 2.0 ** (-h.score / 10) * db.total_length / n_t)
         assert h.bits == h.score / 2
     assert hits[0].target_id == "fam0_0"
+
+
+@pytest.mark.parametrize(("k", "threshold"), [(2, 8.0), (3, 11.0), (3, 13.0), (2, 30.0)])
+def test_kmer_neighbourhoods_equal_the_full_enumeration(k: int, threshold: float) -> None:
+    from homalign.alphabet import N_AA
+    from homalign.matrices import substitution_matrix
+    from homalign.search.prefilter import neighbourhoods
+
+    M = substitution_matrix("BLOSUM62")[:N_AA, :N_AA].astype(np.float64)
+    n = N_AA ** k
+    digits = np.array([[(w // N_AA ** (k - 1 - r)) % N_AA for r in range(k)] for w in range(n)])
+    S = sum(M[digits[:, r]][:, digits[:, r]] for r in range(k))
+    keep = (S >= threshold) | np.eye(n, dtype=bool)  # a k-mer is always its own neighbour
+    start, nb = neighbourhoods("BLOSUM62", k, threshold)
+    np.testing.assert_array_equal(start, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))))
+    np.testing.assert_array_equal(nb, np.nonzero(keep)[1])

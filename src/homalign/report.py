@@ -113,8 +113,9 @@ def blast_fields(aln: Alignment, *, query_id: str | None = None, target_id: str 
     ts, te = aln.target_span
     ident = aln.n_identical
     m = substitution_matrix("BLOSUM62")
-    positive = sum(1 for a, b in zip(qa, ta, strict=True)
-                   if a != "-" and b != "-" and m[encode(a)[0], encode(b)[0]] > 0)
+    p = aln.pairs  # the aligned (non-gap) columns
+    positive = int((m[encode(aln.query)[p[:, 0]], encode(aln.target)[p[:, 1]]] > 0).sum()
+                   ) if len(p) else 0
     qid = aln.query_id if query_id is None else query_id
     tid = aln.target_id if target_id is None else target_id
     ev = aln.evalue if evalue is None else evalue

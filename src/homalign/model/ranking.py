@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from numba import njit, prange
 
 from homalign.dp.forward_batch import local_forward_batch
 from homalign.model.aligner import EMBED_BATCH_RESIDUES
@@ -37,21 +36,16 @@ MAX_CELL_SCORE = 60.0
 _BLAS = None
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def _scores_product(A: np.ndarray, E: np.ndarray) -> np.ndarray:  # pragma: no cover - numba
-    """``A @ E.T`` (Lq, N), each entry the same fixed-order dot product whatever the batch or
-    the thread count (a BLAS rounds a column differently by where it falls in its tiles)."""
-    lq, d = A.shape
-    n = E.shape[0]
-    out = np.empty((lq, n), dtype=np.float32)
-    for j in prange(n):
-        e = E[j]
-        for i in range(lq):
-            a = A[i]
-            acc = np.float32(0.0)
-            for k in range(d):
-                acc += a[k] * e[k]
-            out[i, j] = acc
+def _scores_product(A: np.ndarray, E: np.ndarray, starts: np.ndarray,
+                    lengths: np.ndarray) -> np.ndarray:
+    """``A @ E.T`` (Lq, N): one BLAS product per target, on one BLAS thread, so that a target's
+    block depends on that pair alone, never on the batch around it or the thread count (one
+    product over the packed batch would round a column by where it falls in the BLAS's tiles).
+    Twice as fast as a compiled fixed-order dot-product loop on one core."""
+    out = np.empty((A.shape[0], E.shape[0]), dtype=np.float32)
+    with _one_blas_thread():
+        for s, n in zip(starts.tolist(), lengths.tolist(), strict=True):
+            np.matmul(A, E[s:s + n].T, out=out[:, s:s + n])
     return out
 
 
@@ -154,8 +148,8 @@ class RankingModel:
             return np.zeros(len(lengths))
         # exp(S) = exp(A E^T) * exp(profile)[i, code_j]: one matrix product, one exp, a lookup
         E = np.ascontiguousarray(embeddings, dtype=np.float32)
-        S_np = _scores_product(q.A, E)                                       # (Lq, N)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+        S_np = _scores_product(q.A, E, starts, lengths)                      # (Lq, N)
         # a target whose cells might overflow float32 (bilinear term + the best residue score
         # above MAX_CELL_SCORE) goes to the float64 reference; Cauchy-Schwarz spares the scan
         top = max(float(q.profile.max()), 0.0)

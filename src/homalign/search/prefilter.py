@@ -87,35 +87,66 @@ def build_kmer_index(codes: np.ndarray, offsets: np.ndarray, k: int = DEFAULT_K)
 
 
 @njit(cache=True)
+def _neighbours_of(a: np.ndarray, M: np.ndarray, k: int, threshold: float,
+                   rowmax: np.ndarray, out: np.ndarray) -> int:
+    """The k-mers ``b`` with ``sum_s M[a_s, b_s] >= threshold``, and ``a`` itself, written to
+    ``out`` in ascending id order; returns their number. A depth-first walk over ``b``'s
+    digits that leaves a prefix as soon as the best completion (the rows' maxima) falls short;
+    the sums are taken position by position, as a full enumeration would."""
+    suffix = np.zeros(k + 1)
+    for s in range(k - 1, -1, -1):
+        suffix[s] = suffix[s + 1] + rowmax[a[s]]
+    digit = np.zeros(k, dtype=np.int64)
+    partial = np.zeros(k + 1)
+    exact = np.ones(k + 1, dtype=np.bool_)  # the prefix equals a's
+    n = 0
+    s = 0
+    digit[0] = -1
+    while s >= 0:
+        digit[s] += 1
+        if digit[s] == N_AA:
+            s -= 1
+            continue
+        partial[s + 1] = partial[s] + M[a[s], digit[s]]
+        exact[s + 1] = exact[s] and digit[s] == a[s]
+        if not exact[s + 1] and partial[s + 1] + suffix[s + 1] < threshold:
+            continue
+        if s == k - 1:
+            if partial[k] >= threshold or exact[k]:
+                w = 0
+                for r in range(k):
+                    w = w * N_AA + digit[r]
+                out[n] = w
+                n += 1
+        else:
+            s += 1
+            digit[s] = -1
+    return n
+
+
+@njit(cache=True)
 def _neighbourhoods(M: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     n = N_AA ** k
-    digits = np.empty((n, k), dtype=np.int64)
+    rowmax = np.empty(N_AA)
+    for x in range(N_AA):
+        rowmax[x] = M[x].max()
+    start = np.zeros(n + 1, dtype=np.int64)
+    chunks = []
+    buf = np.empty(n, dtype=np.int32)
+    a = np.empty(k, dtype=np.int64)
+    total = 0
     for w in range(n):
         x = w
         for s in range(k - 1, -1, -1):
-            digits[w, s] = x % N_AA
+            a[s] = x % N_AA
             x //= N_AA
-    counts = np.zeros(n, dtype=np.int64)
-    for a in range(n):
-        for b in range(n):
-            sc = 0.0
-            for s in range(k):
-                sc += M[digits[a, s], digits[b, s]]
-            if sc >= threshold or a == b:
-                counts[a] += 1
-    start = np.zeros(n + 1, dtype=np.int64)
-    for a in range(n):
-        start[a + 1] = start[a] + counts[a]
-    out = np.empty(start[n], dtype=np.int32)
-    for a in range(n):
-        p = start[a]
-        for b in range(n):
-            sc = 0.0
-            for s in range(k):
-                sc += M[digits[a, s], digits[b, s]]
-            if sc >= threshold or a == b:
-                out[p] = b
-                p += 1
+        c = _neighbours_of(a, M, k, threshold, rowmax, buf)
+        chunks.append(buf[:c].copy())
+        total += c
+        start[w + 1] = total
+    out = np.empty(total, dtype=np.int32)
+    for w in range(n):
+        out[start[w]:start[w + 1]] = chunks[w]
     return start, out
 
 
