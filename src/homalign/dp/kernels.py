@@ -68,21 +68,18 @@ def is_end_cell(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN001, ANN201
-    """General-cost Gotoh; fills ``dirs`` (uint8 (Lq+1, Lt+1), the cell codes described in the
-    module docstring) if it has that shape, else computes the score only.
-
-    Values are kept as running rows of M, I, D and the three maxima H = max(BM, M, I, D),
-    G = max(BG, M, D), T = max(BG, M, I) (each with its first argmax); every row is done in
-    short vectorisable passes except the D recurrence. Valid for any finite costs.
-    Returns ``(score, end_i, end_j, end_state)`` with end_state 0 = B (empty path), 1..3 = M/I/D.
-    """
+def gotoh_rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, i0, i1, h, g, e, prev_in, blk,  # noqa: ANN001, ANN201, PLR0913, PLR0915
+          ck_every, ck_h, ck_g, ck_e, ck_p):
+    """Rows i0 + 1 .. i1 of :func:`gotoh` (row 0 too when ``i0 == 0``) from the state of row
+    i0: ``h``, ``g``, ``e`` (updated in place) and its codes ``prev_in``. The codes of rows
+    i0 .. i1 go to rows 0 .. i1 - i0 of ``blk`` when it has that many rows and Lt + 1 columns
+    (else none are kept); with
+    ``ck_every`` > 0 the state after every row i with i % ck_every == 0 goes to row
+    i // ck_every of ``ck_*``. Returns gotoh's ``(score, end_i, end_j, end_state)``, meaningful
+    for a pass over all rows."""
     lq, lt = S.shape
     local = mode == LOCAL
     z = ZERO if local else NEG
-    h = np.empty(lt + 1, np.float32)  # max(BM, M, I, D), previous row then current
-    g = np.empty(lt + 1, np.float32)  # max(BG, M, D)
-    e = np.empty(lt + 1, np.float32)  # I
     m = np.empty(lt + 1, np.float32)
     t = np.empty(lt + 1, np.float32)  # max(BG, M, I)
     d = np.empty(lt + 1, np.float32)
@@ -92,39 +89,48 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
     gs = np.zeros(lt + 1, np.uint8)
     hs = np.zeros(lt + 1, np.uint8)
     code = np.zeros(lt + 1, np.uint8)
-    prev = np.zeros(lt + 1, np.uint8)
+    t[:] = NEG
+    d[:] = NEG
+    prev = prev_in.copy()
     best = ZERO if local else NEG
     bi, bj, bs = 0, 0, 0 if local else -1
-    # row 0: B and D only
-    dv = NEG
-    for j in range(lt + 1):
-        b = begin_cell(mode, 0, j)
-        if j > 0:
-            xo = t[j - 1] - (tdo[j - 1] + qdo[0])
-            xe = dv - (tde[j - 1] + qde[0])
-            c = xe > xo
-            dv = xe if c else xo
-            de[j] = U1 if c else U0
-        d[j] = dv
-        m[j] = NEG
-        e[j] = NEG
-        t[j] = b
-        bm = ZERO if local else b
-        # g = max(BG, D), h = max(BM, D); ties prefer B
-        cg = dv > b
-        g[j] = dv if cg else b
-        ch = dv > bm
-        h[j] = dv if ch else bm
-        prev[j] = (U3 if ch else U0) | ((U3 if cg else U0) << 2) | (de[j] << 7)
-    if dirs.shape[0] == lq + 1:
-        dirs[0, :] = prev
-    if mode == SEMIGLOBAL:
-        b = begin_cell(mode, 0, lt)
-        if b > best:
-            best, bi, bj, bs = b, 0, lt, 0
-        if d[lt] > best:
-            best, bi, bj, bs = d[lt], 0, lt, 3
-    for i in range(1, lq + 1):
+    if i0 == 0:
+        # row 0: B and D only
+        dv = NEG
+        for j in range(lt + 1):
+            b = begin_cell(mode, 0, j)
+            if j > 0:
+                xo = t[j - 1] - (tdo[j - 1] + qdo[0])
+                xe = dv - (tde[j - 1] + qde[0])
+                c = xe > xo
+                dv = xe if c else xo
+                de[j] = U1 if c else U0
+            d[j] = dv
+            m[j] = NEG
+            e[j] = NEG
+            t[j] = b
+            bm = ZERO if local else b
+            # g = max(BG, D), h = max(BM, D); ties prefer B
+            cg = dv > b
+            g[j] = dv if cg else b
+            ch = dv > bm
+            h[j] = dv if ch else bm
+            prev[j] = (U3 if ch else U0) | ((U3 if cg else U0) << 2) | (de[j] << 7)
+        if ck_every > 0:
+            ck_h[0, :] = h
+            ck_g[0, :] = g
+            ck_e[0, :] = e
+            ck_p[0, :] = prev
+        if mode == SEMIGLOBAL:
+            b = begin_cell(mode, 0, lt)
+            if b > best:
+                best, bi, bj, bs = b, 0, lt, 0
+            if d[lt] > best:
+                best, bi, bj, bs = d[lt], 0, lt, 3
+    keep = blk.shape[0] > i1 - i0 and blk.shape[1] == lt + 1
+    if keep:
+        blk[0, :] = prev
+    for i in range(i0 + 1, i1 + 1):
         row = S[i - 1]
         a_go = qio[i - 1]
         a_ge = qie[i - 1]
@@ -199,9 +205,15 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
             hs[0] = U0
         for k in range(lt + 1):
             code[k] = hs[k] | (gs[k] << 2) | (ts[k] << 4) | (ie[k] << 6) | (de[k] << 7)
-        if dirs.shape[0] == lq + 1:
-            dirs[i, :] = code
+        if keep:
+            blk[i - i0, :] = code
         prev, code = code, prev
+        if ck_every > 0 and i % ck_every == 0:
+            c = i // ck_every
+            ck_h[c, :] = h
+            ck_g[c, :] = g
+            ck_e[c, :] = e
+            ck_p[c, :] = prev
         # end cells
         if local:
             rmax = NEG
@@ -232,6 +244,24 @@ def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN00
                 if d[j] > best:
                     best, bi, bj, bs = d[j], i, j, 3
     return best, bi, bj, bs
+
+
+@njit(cache=True, nogil=True)
+def gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs):  # noqa: ANN001, ANN201
+    """General-cost Gotoh; fills ``dirs`` (uint8 (Lq+1, Lt+1), the cell codes described in the
+    module docstring) if it has that shape, else computes the score only.
+
+    Values are kept as running rows of M, I, D and the three maxima H = max(BM, M, I, D),
+    G = max(BG, M, D), T = max(BG, M, I) (each with its first argmax); every row is done in
+    short vectorisable passes except the D recurrence. Valid for any finite costs.
+    Returns ``(score, end_i, end_j, end_state)`` with end_state 0 = B (empty path), 1..3 = M/I/D.
+    """
+    lq, lt = S.shape
+    none = np.zeros((0, 0), np.float32)
+    return gotoh_rows(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, 0, lq,
+                      np.empty(lt + 1, np.float32), np.empty(lt + 1, np.float32),
+                      np.empty(lt + 1, np.float32), np.zeros(lt + 1, np.uint8), dirs, 0, none,
+                      none, none, np.zeros((0, 0), np.uint8))
 
 
 @njit(cache=True, nogil=True)
