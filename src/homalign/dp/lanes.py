@@ -58,6 +58,37 @@ def pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes):  # 
                         j0 * LANES, NEG)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _local_row(B, ql, T, go_i, ge_i, go_d, ge_d, zero):  # noqa: ANN001, ANN202, PLR0913
+    """One row of the 16 lanes' local recurrences with shared affine costs, over the T columns of
+    the lane-major buffer ``B`` (its S row packed); then the running best to column 0. Column 0
+    (local mode): H = I = T = -inf, so D starts at -inf; O, D, T stay -inf."""
+    for jj in range(T):
+        pb = jj * ql  # column jj (done for this row); base: column jj + 1
+        base = pb + ql
+        for u in range(LANES):
+            hd = B[pb + _QO + u]  # H(i-1, j-1)
+            hu = B[base + _QH + u]  # H(i-1, j)
+            B[base + _QO + u] = hu
+            m = (hd if hd > zero else zero) + B[base + _QS + u]
+            e1 = hu - go_i
+            e2 = B[base + _QE + u] - ge_i
+            e = e1 if e1 > e2 else e2
+            B[base + _QE + u] = e
+            t = m if m > e else e
+            d1 = B[pb + _QT + u] - go_d
+            d2 = B[pb + _QD + u] - ge_d
+            d = d1 if d1 > d2 else d2
+            B[base + _QD + u] = d
+            B[base + _QT + u] = t
+            h = t if t > d else d
+            B[base + _QH + u] = h
+            b = B[pb + _QB + u]
+            B[base + _QB + u] = h if h > b else b
+    for u in range(LANES):  # the running best, to column 0 for the next row
+        B[_QB + u] = B[T * ql + _QB + u]
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _group_const(addrs, idx, lqs, lts, go_i, ge_i, go_d, ge_d, out):  # noqa: ANN001, ANN201, PLR0913
     """Best local score of the pairs ``idx`` (<= LANES, costs shared) into ``out``."""
@@ -77,31 +108,7 @@ def _group_const(addrs, idx, lqs, lts, go_i, ge_i, go_d, ge_d, out):  # noqa: AN
     zero = np.float32(0.0)
     for i in range(Q):
         pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
-        # column 0 (local mode): H = I = T = -inf, so D starts at -inf; O, D, T stay -inf
-        for jj in range(T):
-            pb = jj * ql  # column jj (done for this row); base: column jj + 1
-            base = pb + ql
-            for u in range(LANES):
-                hd = B[pb + _QO + u]  # H(i-1, j-1)
-                hu = B[base + _QH + u]  # H(i-1, j)
-                B[base + _QO + u] = hu
-                m = (hd if hd > zero else zero) + B[base + _QS + u]
-                e1 = hu - go_i
-                e2 = B[base + _QE + u] - ge_i
-                e = e1 if e1 > e2 else e2
-                B[base + _QE + u] = e
-                t = m if m > e else e
-                d1 = B[pb + _QT + u] - go_d
-                d2 = B[pb + _QD + u] - ge_d
-                d = d1 if d1 > d2 else d2
-                B[base + _QD + u] = d
-                B[base + _QT + u] = t
-                h = t if t > d else d
-                B[base + _QH + u] = h
-                b = B[pb + _QB + u]
-                B[base + _QB + u] = h if h > b else b
-        for u in range(LANES):  # the running best, to column 0 for the next row
-            B[_QB + u] = B[T * ql + _QB + u]
+        _local_row(B, ql, T, go_i, ge_i, go_d, ge_d, zero)
     for u in range(n):
         b = B[_QB + u]
         out[u] = b if b > zero else zero
@@ -277,30 +284,7 @@ def _group_codes(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, ou
             rows[u] = qc[qo[k] + i] * CODE_TABLE if i < ql_[k] else CODE_TABLE * CODE_TABLE
         for j0 in range(0, T, LANES):
             lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
-        for jj in range(T):
-            pb = jj * ql
-            base_c = pb + ql
-            for u in range(LANES):
-                hd = B[pb + _QO + u]
-                hu = B[base_c + _QH + u]
-                B[base_c + _QO + u] = hu
-                m = (hd if hd > zero else zero) + B[base_c + _QS + u]
-                e1 = hu - go_i
-                e2 = B[base_c + _QE + u] - ge_i
-                e = e1 if e1 > e2 else e2
-                B[base_c + _QE + u] = e
-                t = m if m > e else e
-                d1 = B[pb + _QT + u] - go_d
-                d2 = B[pb + _QD + u] - ge_d
-                d = d1 if d1 > d2 else d2
-                B[base_c + _QD + u] = d
-                B[base_c + _QT + u] = t
-                h = t if t > d else d
-                B[base_c + _QH + u] = h
-                b = B[pb + _QB + u]
-                B[base_c + _QB + u] = h if h > b else b
-        for u in range(LANES):
-            B[_QB + u] = B[T * ql + _QB + u]
+        _local_row(B, ql, T, go_i, ge_i, go_d, ge_d, zero)
     for u in range(n):
         b = B[_QB + u]
         out[u] = b if b > zero else zero
