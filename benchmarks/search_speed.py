@@ -10,7 +10,7 @@ one query gives the start-up cost (imports, weights, compiled-code cache); the p
 the FASTA file behind ``BLASTDB`` (``makeblastdb -dbtype prot``). ``--queries`` is a FASTA file,
 or a list of database ids (e.g. ``$HOMALIGN_DATA/scope/dev-queries.txt``) of which ``--limit``
 evenly spaced ones are taken. The CSV has one row per
-method and thread count; ``per_query_ms / blastp`` compares at the same thread count.
+method and thread count; ``per_query_vs_blastp`` compares at the same thread count.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     by = {(r["method"], r["threads"]): r for r in rows}
     for r in rows:
         b = by[("blastp", r["threads"])]
-        r["per_query / blastp"] = round(r["per_query_ms"] / max(b["per_query_ms"], 1e-9), 2)
-        r["seconds / blastp"] = round(r["seconds"] / max(b["seconds"], 1e-9), 2)
+        r["per_query_vs_blastp"] = round(r["per_query_ms"] / max(b["per_query_ms"], 1e-9), 2)
+        r["seconds_vs_blastp"] = round(r["seconds"] / max(b["seconds"], 1e-9), 2)
     with open(args.out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
