@@ -201,3 +201,27 @@ def test_cell_budget_buckets_hold_every_pair_once_and_collate_to_the_training_lo
     ref = default_collate([singles[k] for k in data.groups[0] + data.groups[1]])
     got = float(aligner_loss(model, joined, aux_weight=0.2))
     assert got == pytest.approx(float(aligner_loss(model, list(ref), aux_weight=0.2)), rel=1e-5)
+
+
+def test_buckets_crop_long_pairs_anew_every_epoch_within_the_cell_budget() -> None:
+    from homalign.model.data import load_homstrad
+    from homalign.model.task import BucketedPairs, collate_buckets
+    from homalign.train.data import ResumableLoader
+
+    pairs = load_homstrad(bundled_homstrad_dev(), 2)[:24]
+    long = [k for k, p in enumerate(pairs) if max(len(p.q), len(p.t)) > 64]
+    assert long
+    data = BucketedPairs(pairs, window=64, max_cells=3 * 64 * 64)
+    crops = []
+    for epoch in (0, 1, 1):
+        data.set_epoch(epoch)
+        crops.append([(len(c.q), int(c.pairs[0, 0])) for c in map(data.cropped, long)])
+        for g in range(len(data)):
+            q, t = data[g][0], data[g][1]
+            assert q.shape[1] <= 64 and t.shape[1] <= 64
+            assert q.shape[0] * max(q.shape[1], t.shape[1]) ** 2 <= 3 * 64 * 64
+    assert crops[0] != crops[1] and crops[1] == crops[2]  # new each epoch, the same on resume
+    loader = ResumableLoader(data, batch_size=1, collate_fn=collate_buckets, max_epochs=3)
+    for _ in loader:
+        pass
+    assert data.epoch == 2  # the loader told the dataset each epoch

@@ -88,21 +88,23 @@ class BucketedPairs(Dataset):
     """Items: whole batches of pairs, each at most ``max_cells`` DP cells (``B * L^2`` with L the
     longest sequence of the batch), the pairs sorted by length first so a batch pads little.
 
-    Each pair is cropped to ``window`` once (seeded by its name, as :class:`PairDataset`) and the
-    buckets are fixed for the run (length ties broken by ``seed``); the runtime's loader shuffles
-    their order every epoch. An item is :class:`PairDataset`'s tuple with a leading batch axis,
-    as wide as its longest sequences; join items with :func:`collate_buckets` (``batch_size = 1``
-    in the config: one bucket a step).
+    The buckets are fixed for the run (by each pair's longest possible crop, length ties broken
+    by ``seed``) and the runtime's loader shuffles their order every epoch. A pair longer than
+    ``window`` is cropped anew every epoch (seeded by its name and the epoch, which the loader
+    sets through :meth:`set_epoch`), so a long pair shows a different window each time and a
+    resumed run sees the same crops. An item is :class:`PairDataset`'s tuple with a leading
+    batch axis, as wide as its longest sequences; join items with :func:`collate_buckets`
+    (``batch_size = 1`` in the config: one bucket a step).
     """
 
     def __init__(self, pairs: list[TrainPair], window: int = 256, max_cells: int = 400_000,
                  seed: int = 0) -> None:
         self.window = window
-        self.pairs = [crop(p, window, np.random.default_rng(zlib.crc32(p.name.encode())))
-                      for p in pairs]
+        self.pairs = pairs
+        self.epoch = 0
         rng = np.random.default_rng(seed)
         ties = rng.random(len(self.pairs))
-        size = [max(len(p.q), len(p.t)) for p in self.pairs]
+        size = [min(max(len(p.q), len(p.t)), window) for p in self.pairs]  # any crop fits
         order = sorted(range(len(self.pairs)), key=lambda k: (size[k], ties[k]))
         self.groups: list[list[int]] = []
         cur: list[int] = []
@@ -117,8 +119,19 @@ class BucketedPairs(Dataset):
     def __len__(self) -> int:
         return len(self.groups)
 
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch whose crops :meth:`__getitem__` returns (called by the runtime's loader)."""
+        self.epoch = int(epoch)
+
+    def cropped(self, k: int) -> TrainPair:
+        """Pair ``k`` as this epoch crops it."""
+        p = self.pairs[k]
+        name = zlib.crc32(p.name.encode())  # epoch 0: the crop PairDataset makes
+        return crop(p, self.window, np.random.default_rng(name if self.epoch == 0
+                                                          else (name, self.epoch)))
+
     def __getitem__(self, g: int) -> tuple[torch.Tensor, ...]:
-        ps = [self.pairs[k] for k in self.groups[g]]
+        ps = [self.cropped(k) for k in self.groups[g]]
         n, m = max(len(p.q) for p in ps), max(len(p.t) for p in ps)
 
         def pad(arrays: list[np.ndarray], width: int, value: int) -> torch.Tensor:

@@ -7,6 +7,8 @@ without loading them), so a resumed run neither repeats nor skips a sample.
 
 Shuffling uses a private generator seeded by ``seed + epoch``, and the DataLoader gets its own
 generator too, so iterating data never touches torch's global RNG (which dropout and friends use).
+A dataset with a ``set_epoch(epoch)`` method (torch's convention) is told the epoch before it
+is read, so it can augment by epoch and stay resumable.
 """
 
 from __future__ import annotations
@@ -172,6 +174,9 @@ class ResumableLoader:
 
     def _epoch_iter(self) -> Iterator[Any]:
         self.sampler.set_epoch(self.epoch, self.batch_in_epoch * self.batch_size)
+        set_epoch = getattr(self.dataset, "set_epoch", None)
+        if callable(set_epoch):  # e.g. a dataset that augments by epoch (torch's convention)
+            set_epoch(self.epoch)
         g = torch.Generator()
         g.manual_seed(self.seed + 7919 * self.epoch)
         loader = DataLoader(
