@@ -45,4 +45,18 @@ def set_threads(n: int | None = None) -> int:
     return n
 
 
-__all__ = ["available_cores", "set_threads"]
+_CONTROLLER = None
+
+
+def one_blas_thread():  # noqa: ANN201
+    """A context running numpy's BLAS on one thread, so that a product's rounding never depends
+    on the thread count (a product split across threads may sum in another order)."""
+    global _CONTROLLER
+    from threadpoolctl import ThreadpoolController
+
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+__all__ = ["available_cores", "one_blas_thread", "set_threads"]

@@ -100,10 +100,11 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "Consistency through database homologues"),
     ),
     "learned (search)": (
-        Tuned("homalign.search.engine:LEARNED_RESCORE", 150,
-              f"100 {_HELDOUT_QUERIES}: superfamily 0.1383 vs 0.1372 for all 1,000",
-              "not recorded (0fd7010); the numbers are in search/engine.py's comment",
-              "Learned rescoring of the best 150 of the prefilter's 1,000, by SW score"),
+        Tuned("homalign.search.engine:LEARNED_RESCORE", 100,
+              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1092 / 0.4346 at 80 ms a query "
+              "vs 0.1098 / 0.4367 at 96 ms for 150",
+              "benchmarks/research/search_depth_tune.py",
+              "Learned rescoring of the best 100 of the prefilter's 1,000, by SW score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

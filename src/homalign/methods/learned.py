@@ -227,11 +227,12 @@ def _add_homology(aln: Alignment, meta: dict, rank: float) -> None:
 def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
                  prof: np.ndarray | None, *, decode: str, mode: str | None,
                  threshold: float | None, homologs: Any = None,
-                 max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE
-                 ) -> Alignment:
+                 max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
+                 scores: tuple[np.ndarray, Any] | None = None) -> Alignment:
     """The aligner's alignment of one pair from its embeddings: MEA of the posteriors (through
     the homologues' consistency transform when ``homologs`` is given) or the best path;
-    ``score`` is the local best-path score of the learned S."""
+    ``score`` is the local best-path score of the learned S. ``scores``: the pair's
+    ``score_embedded`` (S, gaps), when already computed."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
@@ -239,7 +240,8 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
     extra: dict[str, Any] = {}
     cfg = model.cfg
     mode = mode or cfg.decode_mode
-    S, gaps = model.score_embedded(query.codes, e_q, target.codes, e_t, prof)
+    S, gaps = scores if scores is not None else model.score_embedded(query.codes, e_q,
+                                                                     target.codes, e_t, prof)
     if decode == "mea":
         P = posterior_matrix(S, gaps, mode=mode)
         if homologs is not None:
@@ -281,11 +283,13 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     model, _meta = _model(ALIGN_WEIGHTS)
     e_q = model.embed(query.codes)
     _smodel, smeta = _model(SEARCH_WEIGHTS)
+    codes = [t.codes for t in targets]
+    embs = model.embed_many(codes)
     out = []
-    for t, e_t, rank in zip(targets, model.embed_many([t.codes for t in targets]), scores,
-                            strict=True):
+    for t, e_t, st, rank in zip(targets, embs, model.score_many(query.codes, e_q, codes, embs),
+                                scores, strict=True):
         aln = _decode_pair(model, query, t, e_q, e_t, None, decode=decode, mode=mode,
-                           threshold=threshold)
+                           threshold=threshold, scores=st)
         if smeta.get("homology"):
             _add_homology(aln, smeta, float(rank))
         out.append(aln)

@@ -12,38 +12,66 @@ from torch import Tensor, nn
 from homalign.dp.soft import SoftGaps
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
+from homalign.model.inference import ClosedFormScores
 from homalign.model.scorer import HomologyScore, PairScorer
 
 N_SS = 3  # helix, strand, other (from the JOY "secondary structure and phi angle" track)
 N_ACC = 2  # accessible, buried (JOY "solvent accessibility": T / F)
 
 
-#: residues per encoder call when embedding many sequences (one padded batch, about 2 MB of
+#: residues per encoder call when embedding many sequences (one packed row, about 2 MB of
 #: activations per layer at dim 32)
 EMBED_BATCH_RESIDUES = 16_384
 
 
-def padded_batches(codes: list[np.ndarray], residues: int = EMBED_BATCH_RESIDUES
-                   ) -> Iterator[tuple[np.ndarray, Tensor]]:
-    """(indices, int64 codes (B, L) padded with ``PAD``) batches of similar lengths, at most
-    ``residues`` cells (B x L) each (a longer sequence alone), covering every sequence once."""
-    order = np.argsort([len(c) for c in codes], kind="stable")
+def packed_batches(codes: list[np.ndarray], gap: int, residues: int = EMBED_BATCH_RESIDUES
+                   ) -> Iterator[tuple[np.ndarray, np.ndarray, Tensor]]:
+    """(indices, start of each in the row, int64 codes (1, N)) rows of whole sequences placed
+    back to back with ``gap`` ``PAD`` codes between them, at most ``residues`` codes a row (a
+    longer sequence alone), covering every sequence once, in input order.
+
+    With ``gap`` at least the widest convolution's reach, a sequence in the row is embedded as
+    if alone (the encoder zeroes ``PAD`` positions after every layer, as its own zero padding
+    would be), and one encoder call does the whole row: no padding to the longest sequence,
+    no per-sequence call."""
     start = 0
-    while start < len(order):
-        longest = len(codes[order[start]])
-        stop = start + 1
-        while stop < len(order):
-            longest = max(longest, len(codes[order[stop]]))
-            if longest * (stop + 1 - start) > residues:
-                break
+    while start < len(codes):
+        stop, n = start + 1, len(codes[start])
+        while stop < len(codes) and n + gap + len(codes[stop]) <= residues:
+            n += gap + len(codes[stop])
             stop += 1
-        idx = order[start:stop]
-        L = max(len(codes[k]) for k in idx)
-        batch = np.full((len(idx), L), PAD, dtype=np.int64)
-        for r, k in enumerate(idx):
-            batch[r, :len(codes[k])] = codes[k]
-        yield idx, torch.from_numpy(batch)
+        row = np.full(n, PAD, dtype=np.int64)
+        starts = np.empty(stop - start, dtype=np.int64)
+        pos = 0
+        for r, k in enumerate(range(start, stop)):
+            starts[r] = pos
+            row[pos:pos + len(codes[k])] = codes[k]
+            pos += len(codes[k]) + gap
+        yield np.arange(start, stop), starts, torch.from_numpy(row)[None]
         start = stop
+
+
+def _as_numpy(e: Tensor | np.ndarray) -> np.ndarray:
+    """float32 (L, D) of a (1, L, D) or (L, D) embedding."""
+    a = e.numpy() if isinstance(e, Tensor) else np.asarray(e)
+    return a.reshape(-1, a.shape[-1])
+
+
+def _scores_to_numpy(S: Tensor, gaps: SoftGaps, lq: int, lt: int):
+    from homalign.dp import GapCosts
+
+    return (np.ascontiguousarray(S[0].numpy(), dtype=np.float32),
+            GapCosts(**gaps.to_numpy(0, lq, lt)))
+
+
+def _torch_scores(scorer: PairScorer, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
+                  e_t: Tensor, profile_q: np.ndarray | None):
+    """One pair through the torch scorer (a model with a pair refiner)."""
+    cq = torch.as_tensor(codes_q.astype(np.int64))[None]
+    ct = torch.as_tensor(np.asarray(codes_t).astype(np.int64))[None]
+    prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
+    S, gaps = scorer(cq, e_q, ct, e_t, prof)
+    return _scores_to_numpy(S, gaps, len(codes_q), len(codes_t))
 
 
 class AlignerModel(nn.Module):
@@ -87,13 +115,13 @@ class AlignerModel(nn.Module):
 
     @torch.no_grad()
     def embed_many(self, codes: list[np.ndarray]) -> list[Tensor]:
-        """:meth:`embed` of each sequence, in padded batches of similar lengths (the encoder
-        zeroes padding, so each equals the sequence embedded alone, to float rounding)."""
+        """:meth:`embed` of each sequence, packed into rows of whole sequences
+        (:func:`packed_batches`: equal to each sequence embedded alone, to float rounding)."""
         out: list[Tensor] = [torch.empty(0)] * len(codes)
-        for idx, batch in padded_batches(codes):
-            e = self.encoder(batch)
-            for r, k in enumerate(idx):
-                out[k] = e[r:r + 1, :len(codes[k])]
+        for idx, starts, row in packed_batches(codes, self.encoder.reach):
+            e = self.encoder(row)
+            for k, s in zip(idx.tolist(), starts.tolist(), strict=True):
+                out[k] = e[:, s:s + len(codes[k])]
         return out
 
     @torch.no_grad()
@@ -103,15 +131,26 @@ class AlignerModel(nn.Module):
 
         ``profile_q`` (Lq, K): a query profile's residue weights (see ``PairScorer.forward``).
         """
-        from homalign.dp import GapCosts
+        return self.score_many(codes_q, e_q, [codes_t], [e_t], profile_q)[0]
 
-        cq = torch.as_tensor(codes_q.astype(np.int64))[None]
-        ct = torch.as_tensor(codes_t.astype(np.int64))[None]
-        prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
-        S, gaps = self.scorer(cq, e_q, ct, e_t, prof)
-        lq, lt = len(codes_q), len(codes_t)
-        S_np = np.ascontiguousarray(S[0].numpy(), dtype=np.float32)
-        return S_np, GapCosts(**gaps.to_numpy(0, lq, lt))
+    @torch.no_grad()
+    def score_many(self, codes_q: np.ndarray, e_q: Tensor, codes_t: list[np.ndarray],
+                   e_t: list[Tensor], profile_q: np.ndarray | None = None) -> list:
+        """:meth:`score_embedded` of the query against each target: the closed form
+        (:mod:`homalign.model.inference`) with the query's side computed once; a model with a
+        pair refiner runs its torch scorer pair by pair."""
+        form = self.closed_form()
+        if form is not None:
+            q = form.query(codes_q, _as_numpy(e_q), profile_q)
+            return form.many(q, list(codes_t), [_as_numpy(e) for e in e_t])
+        return [_torch_scores(self.scorer, codes_q, e_q, c, e, profile_q)
+                for c, e in zip(codes_t, e_t, strict=True)]
+
+    def closed_form(self) -> ClosedFormScores | None:
+        """The inference form of the scorer's current weights (None with a pair refiner)."""
+        if self.scorer.refine is not None:
+            return None
+        return ClosedFormScores.from_scorers([self.scorer], [self.cfg.dim])
 
     @torch.no_grad()
     def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
@@ -169,22 +208,6 @@ class EnsembleAligner(nn.Module):
         self._fused = all(m.scorer.refine is None and torch.equal(m.scorer.matrix, m0)
                           for m in members)
 
-    def _fused_scores(self, cq: Tensor, e_q: Tensor, ct: Tensor, e_t: Tensor,
-                      prof: Tensor | None) -> tuple[Tensor, SoftGaps]:
-        """The members' mean (S, SoftGaps) computed at once (members without refiners)."""
-        scorers = [m.scorer for m in self.members]
-        k = len(scorers)
-        base = scorers[0].base_scores(cq, ct, prof)
-        scale = sum(torch.exp(sc.log_scale) for sc in scorers) / k
-        W = torch.block_diag(*(sc.bilinear() for sc in scorers)) / k
-        S = scale * base + torch.einsum("bid,de,bje->bij", e_q, W, e_t)
-        vec: dict[str, Tensor] = {}
-        for sc, a, b in zip(scorers, self._split(e_q), self._split(e_t), strict=True):
-            for name, v in zip(("q_ins_open", "q_ins_ext", "t_del_open", "t_del_ext"),
-                               (*sc.gap_costs(a), *sc.gap_costs(b)), strict=True):
-                vec[name] = vec[name] + v / k if name in vec else v / k
-        return S, SoftGaps.from_vectors(S.shape[0], S.shape[1], S.shape[2], dtype=S.dtype, **vec)
-
     def _split(self, e: Tensor) -> list[Tensor]:
         if e.shape[-1] != sum(self.dims):
             raise ValueError(f"ensemble embedding has width {e.shape[-1]}, expected "
@@ -212,24 +235,37 @@ class EnsembleAligner(nn.Module):
         return [torch.cat(es, dim=-1) for es in zip(*per_member, strict=True)]
 
     @torch.no_grad()
+    def closed_form(self) -> ClosedFormScores | None:
+        """The inference form of the members' mean scores (None unless ``_fused``)."""
+        if not self._fused:
+            return None
+        return ClosedFormScores.from_scorers([m.scorer for m in self.members], self.dims)
+
+    @torch.no_grad()
+    def score_many(self, codes_q: np.ndarray, e_q: Tensor, codes_t: list[np.ndarray],
+                   e_t: list[Tensor], profile_q: np.ndarray | None = None) -> list:
+        """(S float32 (Lq, Lt), GapCosts) against each target: the members' mean S and mean
+        gap-cost vectors (the closed form when ``_fused``, else the members' torch scorers)."""
+        form = self.closed_form()
+        if form is not None:
+            q = form.query(codes_q, _as_numpy(e_q), profile_q)
+            return form.many(q, list(codes_t), [_as_numpy(e) for e in e_t])
+        out = []
+        for c, e in zip(codes_t, e_t, strict=True):
+            cq = torch.as_tensor(codes_q.astype(np.int64))[None]
+            ct = torch.as_tensor(np.asarray(c).astype(np.int64))[None]
+            prof = (None if profile_q is None
+                    else torch.as_tensor(profile_q, dtype=torch.float32)[None])
+            S, gaps = _mean_scores([m.scorer(cq, a, ct, b, prof) for m, a, b in
+                                    zip(self.members, self._split(e_q), self._split(e),
+                                        strict=True)])
+            out.append(_scores_to_numpy(S, gaps, len(codes_q), len(c)))
+        return out
+
     def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
                        profile_q: np.ndarray | None = None):
-        """(S float32 (Lq, Lt), GapCosts): the members' mean S and mean gap-cost vectors (averaged
-        in torch, converted once)."""
-        from homalign.dp import GapCosts
-
-        cq = torch.as_tensor(codes_q.astype(np.int64))[None]
-        ct = torch.as_tensor(codes_t.astype(np.int64))[None]
-        prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
-        if self._fused:
-            S, gaps = self._fused_scores(cq, e_q, ct, e_t, prof)
-        else:
-            S, gaps = _mean_scores([m.scorer(cq, a, ct, b, prof) for m, a, b in
-                                    zip(self.members, self._split(e_q), self._split(e_t),
-                                        strict=True)])
-        lq, lt = len(codes_q), len(codes_t)
-        S_np = np.ascontiguousarray(S[0].numpy(), dtype=np.float32)
-        return S_np, GapCosts(**gaps.to_numpy(0, lq, lt))
+        """(S float32 (Lq, Lt), GapCosts) of one pair (:meth:`score_many`)."""
+        return self.score_many(codes_q, e_q, [codes_t], [e_t], profile_q)[0]
 
     # the same composition as a single aligner's (embed both, then score)
     score_pair = AlignerModel.score_pair

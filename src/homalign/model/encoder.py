@@ -60,6 +60,11 @@ class ResidueEncoder(nn.Module):
         if self.template is not None:
             nn.init.zeros_(self.template.weight)
 
+    @property
+    def reach(self) -> int:
+        """Positions either side that one convolution reads (the widest block's)."""
+        return max(int(b.conv.padding[0]) for b in self.blocks)
+
     def forward(self, codes: Tensor, tokens: Tensor | None = None) -> Tensor:
         mask = (codes != PAD).unsqueeze(-1).to(self.embed.weight.dtype)
         x = self.embed(codes)

@@ -27,13 +27,12 @@ import torch
 
 from homalign.dp.forward_batch import local_forward_batch
 from homalign.model.aligner import EMBED_BATCH_RESIDUES
+from homalign.model.inference import ClosedFormScores
+from homalign.threads import one_blas_thread
 
 #: above this S the float32 match weight exp(S) could overflow; such a target (never seen with
 #: real proteins: per-residue scores are a few nats) is scored by the float64 reference path
 MAX_CELL_SCORE = 60.0
-
-
-_BLAS = None
 
 
 def _scores_product(A: np.ndarray, E: np.ndarray, starts: np.ndarray,
@@ -43,20 +42,10 @@ def _scores_product(A: np.ndarray, E: np.ndarray, starts: np.ndarray,
     product over the packed batch would round a column by where it falls in the BLAS's tiles).
     Twice as fast as a compiled fixed-order dot-product loop on one core."""
     out = np.empty((A.shape[0], E.shape[0]), dtype=np.float32)
-    with _one_blas_thread():
+    with one_blas_thread():
         for s, n in zip(starts.tolist(), lengths.tolist(), strict=True):
             np.matmul(A, E[s:s + n].T, out=out[:, s:s + n])
     return out
-
-
-def _one_blas_thread():  # noqa: ANN202
-    """A context running numpy's BLAS on one thread (so scores never depend on --threads)."""
-    global _BLAS
-    from threadpoolctl import ThreadpoolController
-
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -79,6 +68,7 @@ class RankingModel:
     matrix: np.ndarray  # float32 (K, K): scale * padded substitution matrix
     shift: float
     fingerprint: str
+    gaps: ClosedFormScores  # the aligner's closed form: its gap-cost heads
 
     @classmethod
     def from_model(cls, model: object, weights: bytes) -> RankingModel:
@@ -92,7 +82,8 @@ class RankingModel:
             shift = float(model.homology.shift)
         return cls(model, np.ascontiguousarray(W, dtype=np.float32),
                    np.ascontiguousarray(matrix, dtype=np.float32), shift,
-                   hashlib.sha256(weights).hexdigest()[:16])
+                   hashlib.sha256(weights).hexdigest()[:16],
+                   ClosedFormScores.from_scorers([sc], [model.cfg.dim]))
 
     @property
     def dim(self) -> int:
@@ -100,7 +91,7 @@ class RankingModel:
 
     # --- per-sequence work ----------------------------------------------------------------
     def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
-        """float32 (L, d) embeddings of each sequence, in padded batches of similar lengths
+        """float32 (L, d) embeddings of each sequence, in packed rows
         (:meth:`homalign.model.aligner.AlignerModel.embed_many`)."""
         return [np.ascontiguousarray(e[0].numpy(), dtype=np.float32)
                 for e in self.model.embed_many(codes)]
@@ -109,14 +100,7 @@ class RankingModel:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each
         (the scorer's ``softplus(bias + w . e)``, in numpy on one BLAS thread: the same
         rounding at any thread count)."""
-        sc = self.model.scorer
-        with torch.no_grad():
-            w = torch.stack([sc.open_w, sc.ext_w], dim=1).numpy().astype(np.float32)
-            bias = np.array([float(sc.open_bias), float(sc.ext_bias)], dtype=np.float32)
-        with _one_blas_thread():
-            z = np.ascontiguousarray(e, dtype=np.float32) @ w + bias
-        g = np.logaddexp(np.float32(0.0), z).astype(np.float32)
-        return np.ascontiguousarray(g[:, 0]), np.ascontiguousarray(g[:, 1])
+        return self.gaps.gap_costs(e)
 
     def query(self, codes: np.ndarray, embedding: np.ndarray | None = None,
               profile: np.ndarray | None = None) -> QueryRep:
@@ -127,10 +111,10 @@ class RankingModel:
         if profile is None:
             rows = self.matrix[np.asarray(codes, dtype=np.int64)]  # (Lq, K)
         else:
-            with _one_blas_thread():
+            with one_blas_thread():
                 rows = np.asarray(profile, dtype=np.float32) @ self.matrix
         o, x = self.gap_costs(e)
-        with _one_blas_thread():
+        with one_blas_thread():
             A = e @ self.W
         return QueryRep(np.ascontiguousarray(A, dtype=np.float32),
                         np.ascontiguousarray(rows - self.shift, dtype=np.float32), o, x)

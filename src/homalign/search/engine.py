@@ -40,12 +40,13 @@ from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
 
 MAX_QUERY_LENGTH = 40_000
-#: the learned ranking scores the 150 best of the prefilter's 1,000 targets by Smith-Waterman
-#: score (compiled, :mod:`homalign.search.sw_scores`): on 100 held-out train-fold SCOPe queries,
-#: superfamily / family sensitivity 0.1383 / 0.4807 against 0.1372 / 0.4683 for all 1,000
-#: (100: 0.1367 / 0.4741; 200: 0.1379 / 0.4729; 300: 0.1369 / 0.4729; the best 500 by
-#: ungapped score: 0.1373 / 0.4536; SW's best 150 of the ungapped best 500: 0.1372 / 0.4553)
-LEARNED_RESCORE = 150
+#: the learned ranking scores the 100 best of the prefilter's 1,000 targets by Smith-Waterman
+#: score (compiled, :mod:`homalign.search.sw_scores`): on 563 held-out train-fold SCOPe queries
+#: (benchmarks/research/search_depth_tune.py), superfamily / family sensitivity 0.1092 / 0.4346
+#: at 80 ms a query against 0.1098 / 0.4367 at 96 ms for the best 150 (75: 0.1083 / 0.4316 at
+#: 73 ms); a looser k-mer neighbourhood finds little more (threshold 10: 0.1124 / 0.4338 at
+#: 1.2x the time; 12: 0.1013)
+LEARNED_RESCORE = 100
 BATCH = 128
 _FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
 
