@@ -49,3 +49,34 @@ def test_renderings():
     assert format_a3m(a).splitlines()[3] == "AC-EFGh"
     text = format_pair(a)
     assert "Query  1     ACDEFG  6" in text and "Sbjct  1     AC-EFG  5" in text
+
+
+def _gapped_by_walking(a: Alignment, full: bool) -> tuple[str, str]:
+    """The gapped rows column by column (reference for the array version)."""
+    q, t = a.query, a.target
+    if a.length == 0:
+        return ("", "") if not full else (q + "-" * len(t), "-" * len(q) + t)
+    qa, ta = [], []
+    pi, pj = (0, 0) if full else (int(a.pairs[0, 0]), int(a.pairs[0, 1]))
+    for i, j in a.pairs.tolist():
+        qa.append(q[pi:i] + "-" * (j - pj) + q[i])
+        ta.append("-" * (i - pi) + t[pj:j] + t[j])
+        pi, pj = i + 1, j + 1
+    if full:
+        qa.append(q[pi:] + "-" * (len(t) - pj))
+        ta.append("-" * (len(q) - pi) + t[pj:])
+    return "".join(qa), "".join(ta)
+
+
+def test_gapped_rows_equal_a_column_walk_on_random_alignments() -> None:
+    rng = np.random.default_rng(0)
+    letters = list("ACDEFGHIKLMNPQRSTVWY")
+    for _ in range(500):
+        lq, lt = (int(x) for x in rng.integers(1, 25, 2))
+        q, t = "".join(rng.choice(letters, lq)), "".join(rng.choice(letters, lt))
+        n = int(rng.integers(0, min(lq, lt) + 1))
+        pairs = np.stack([np.sort(rng.choice(lq, n, replace=False)),
+                          np.sort(rng.choice(lt, n, replace=False))], axis=1).reshape(-1, 2)
+        a = Alignment("q", "t", q, t, pairs, 0.0, "test")
+        for full in (False, True):
+            assert a.gapped(full) == _gapped_by_walking(a, full)

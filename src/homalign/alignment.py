@@ -31,6 +31,15 @@ def cigar_from_pairs(pairs: np.ndarray) -> str:
     return "".join(out)
 
 
+def _row(residues: str, columns: np.ndarray) -> str:
+    """A gapped row: ``residues[c]`` for each column ``c >= 0``, ``-`` for -1."""
+    seq = np.frombuffer(residues.encode("ascii"), dtype=np.uint8)
+    out = np.full(len(columns), ord("-"), dtype=np.uint8)
+    used = columns >= 0
+    out[used] = seq[columns[used]]
+    return out.tobytes().decode("ascii")
+
+
 @dataclass
 class Alignment:
     """A pairwise alignment as aligned residue index pairs on the ungapped sequences.
@@ -103,24 +112,37 @@ class Alignment:
         return (int(self.pairs[0, 1]), int(self.pairs[-1, 1]) + 1) if self.length else (0, 0)
 
     def gapped(self, full: bool = False) -> tuple[str, str]:
-        """The two gapped strings of the aligned region (``full=True``: whole sequences)."""
+        """The two gapped strings of the aligned region (``full=True``: whole sequences).
+
+        Between two aligned pairs the query's skipped residues come first (against gaps), then
+        the target's. Built with array operations (a search prints every hit this way)."""
         q, t = self.query, self.target
-        qa: list[str] = []
-        ta: list[str] = []
         if self.length == 0:
             return ("", "") if not full else (q + "-" * len(t), "-" * len(q) + t)
-        pi, pj = (0, 0) if full else (int(self.pairs[0, 0]), int(self.pairs[0, 1]))
-        for i, j in self.pairs:
-            i, j = int(i), int(j)
-            qa.append(q[pi:i] + "-" * (j - pj))
-            ta.append("-" * (i - pi) + t[pj:j])
-            qa.append(q[i])
-            ta.append(t[j])
-            pi, pj = i + 1, j + 1
-        if full:
-            qa.append(q[pi:] + "-" * (len(t) - pj))
-            ta.append("-" * (len(q) - pi) + t[pj:])
-        return "".join(qa), "".join(ta)
+        P = self.pairs.astype(np.int64)
+        start = np.zeros(2, dtype=np.int64) if full else P[0]
+        prev = np.vstack((start, P[:-1] + 1))                 # each pair's first skipped residue
+        ins, dels = P[:, 0] - prev[:, 0], P[:, 1] - prev[:, 1]
+        tail_q, tail_t = (len(q) - P[-1, 0] - 1, len(t) - P[-1, 1] - 1) if full else (0, 0)
+        block = ins + dels + 1
+        first = np.cumsum(block) - block                      # each block's first column
+        n = int(block.sum()) + tail_q + tail_t
+        qcol = np.full(n, -1, dtype=np.int64)
+        tcol = np.full(n, -1, dtype=np.int64)
+        # inside block k: ins query residues, dels target residues, then the pair itself
+        k = np.repeat(np.arange(len(P)), block)
+        off = np.arange(int(block.sum())) - first[k]
+        is_ins = off < ins[k]
+        is_del = ~is_ins & (off < ins[k] + dels[k])
+        is_pair = ~is_ins & ~is_del
+        qcol[:len(k)][is_ins] = prev[k[is_ins], 0] + off[is_ins]
+        tcol[:len(k)][is_del] = prev[k[is_del], 1] + off[is_del] - ins[k[is_del]]
+        qcol[:len(k)][is_pair] = P[k[is_pair], 0]
+        tcol[:len(k)][is_pair] = P[k[is_pair], 1]
+        m = len(k)
+        qcol[m:m + tail_q] = P[-1, 0] + 1 + np.arange(tail_q)
+        tcol[m + tail_q:] = P[-1, 1] + 1 + np.arange(tail_t)
+        return _row(q, qcol), _row(t, tcol)
 
     def to_biopython(self):
         """A ``Bio.Align.Alignment`` over the whole sequences, as Biopython's own aligners give
