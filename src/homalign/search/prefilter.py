@@ -287,36 +287,47 @@ def _scan_kernel(q: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
                  window: int, two_hit: bool, xdrop: float, n_aa: int) -> np.ndarray:
     """BLAST's scan: stream every database sequence once, look each of its k-mers up in the
     query's neighbourhood table. Hits on one diagonal arrive in increasing query position, as in
-    :func:`_prefilter_kernel`, so the two-hit and extension rules give the same scores."""
+    :func:`_prefilter_kernel`, so the two-hit and extension rules give the same scores. Targets
+    go in chunks, each with its own scratch rows (diagonal states, the target's k-mer ids)."""
     n_seqs = len(db_offsets) - 1
     Lq = len(q)
     best = np.zeros(n_seqs, dtype=np.float32)
-    for t in prange(n_seqs):
-        a = db_offsets[t]
-        Lt = db_offsets[t + 1] - a
-        if Lt < k:
-            continue
-        tseq = db_codes[a:a + Lt]
-        last = np.zeros(Lt + Lq, dtype=np.int32)  # diagonal j - i + Lq - 1
-        one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
-        top = np.float32(0.0)
-        for j in range(Lt - k + 1):
-            w = 0
-            bad = False
-            for s in range(k):
-                c = tseq[j + s]
-                if c >= n_aa:
-                    bad = True
-                w = w * n_aa + min(c, n_aa - 1)
-            if bad:
+    longest = 0
+    for t in range(n_seqs):
+        longest = max(longest, db_offsets[t + 1] - db_offsets[t])
+    chunk = 64
+    for c in prange((n_seqs + chunk - 1) // chunk):
+        last = np.empty(longest + Lq, dtype=np.int32)  # diagonal j - i + Lq - 1
+        ids = np.empty(longest, dtype=np.int32)  # the target's k-mer ids (-1: B, Z or X)
+        for t in range(c * chunk, min(n_seqs, (c + 1) * chunk)):
+            a = db_offsets[t]
+            Lt = db_offsets[t + 1] - a
+            if Lt < k:
                 continue
-            for h in range(tab_start[w], tab_start[w + 1]):
-                i = tab_pos[h]
-                slot = j - i + Lq - 1
-                sc = _diagonal_hit(last, slot, i, j, q, tseq, M, k, window, one_hit, xdrop)
-                if sc > top:
-                    top = np.float32(sc)
-        best[t] = top
+            tseq = db_codes[a:a + Lt]
+            nk = Lt - k + 1
+            for j in range(nk):
+                w = 0
+                bad = False
+                for s in range(k):
+                    code = np.int32(tseq[j + s])
+                    bad |= code >= n_aa
+                    w = w * n_aa + min(code, n_aa - 1)
+                ids[j] = -1 if bad else w
+            last[:Lt + Lq] = 0
+            one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
+            top = np.float32(0.0)
+            for j in range(nk):
+                w = ids[j]
+                if w < 0:
+                    continue
+                for h in range(tab_start[w], tab_start[w + 1]):
+                    i = tab_pos[h]
+                    sc = _diagonal_hit(last, j - i + Lq - 1, i, j, q, tseq, M, k, window,
+                                       one_hit, xdrop)
+                    if sc > top:
+                        top = np.float32(sc)
+            best[t] = top
     return best
 
 
