@@ -91,3 +91,14 @@ def test_a_pair_refiner_falls_back_to_the_torch_scorer() -> None:
     model = AlignerModel(AlignerConfig(dim=8, dilations=(1,), pair_channels=4, pair_rank=2)).eval()
     assert model.closed_form() is None
     _check(model, _codes(9, 13), [_codes(11, 14)])
+
+
+def test_an_ensemble_of_refiner_members_falls_back_to_their_torch_scorers() -> None:
+    members = []
+    for seed in (7, 8):
+        torch.manual_seed(seed)
+        members.append(AlignerModel(AlignerConfig(dim=8, dilations=(1,), pair_channels=4,
+                                                  pair_rank=2)).eval())
+    ens = EnsembleAligner(members)
+    assert ens.closed_form() is None
+    _check(ens, _codes(9, 15), [_codes(11, 16), _codes(4, 17)])

@@ -57,21 +57,18 @@ def _as_numpy(e: Tensor | np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1])
 
 
-def _scores_to_numpy(S: Tensor, gaps: SoftGaps, lq: int, lt: int):
+def _torch_scores(score, codes_q: np.ndarray, codes_t: np.ndarray,
+                  profile_q: np.ndarray | None):
+    """(S float32, GapCosts) of one pair from ``score(cq, ct, prof) -> (S, SoftGaps)`` on
+    batch-of-one tensors (the torch scorers: models with a pair refiner)."""
     from homalign.dp import GapCosts
 
-    return (np.ascontiguousarray(S[0].numpy(), dtype=np.float32),
-            GapCosts(**gaps.to_numpy(0, lq, lt)))
-
-
-def _torch_scores(scorer: PairScorer, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
-                  e_t: Tensor, profile_q: np.ndarray | None):
-    """One pair through the torch scorer (a model with a pair refiner)."""
     cq = torch.as_tensor(codes_q.astype(np.int64))[None]
     ct = torch.as_tensor(np.asarray(codes_t).astype(np.int64))[None]
     prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
-    S, gaps = scorer(cq, e_q, ct, e_t, prof)
-    return _scores_to_numpy(S, gaps, len(codes_q), len(codes_t))
+    S, gaps = score(cq, ct, prof)
+    return (np.ascontiguousarray(S[0].numpy(), dtype=np.float32),
+            GapCosts(**gaps.to_numpy(0, len(codes_q), len(codes_t))))
 
 
 class AlignerModel(nn.Module):
@@ -143,8 +140,8 @@ class AlignerModel(nn.Module):
         if form is not None:
             q = form.query(codes_q, _as_numpy(e_q), profile_q)
             return form.many(q, list(codes_t), [_as_numpy(e) for e in e_t])
-        return [_torch_scores(self.scorer, codes_q, e_q, c, e, profile_q)
-                for c, e in zip(codes_t, e_t, strict=True)]
+        return [_torch_scores(lambda cq, ct, prof, e=e: self.scorer(cq, e_q, ct, e, prof),
+                              codes_q, c, profile_q) for c, e in zip(codes_t, e_t, strict=True)]
 
     def closed_form(self) -> ClosedFormScores | None:
         """The inference form of the scorer's current weights (None with a pair refiner)."""
@@ -250,17 +247,14 @@ class EnsembleAligner(nn.Module):
         if form is not None:
             q = form.query(codes_q, _as_numpy(e_q), profile_q)
             return form.many(q, list(codes_t), [_as_numpy(e) for e in e_t])
-        out = []
-        for c, e in zip(codes_t, e_t, strict=True):
-            cq = torch.as_tensor(codes_q.astype(np.int64))[None]
-            ct = torch.as_tensor(np.asarray(c).astype(np.int64))[None]
-            prof = (None if profile_q is None
-                    else torch.as_tensor(profile_q, dtype=torch.float32)[None])
-            S, gaps = _mean_scores([m.scorer(cq, a, ct, b, prof) for m, a, b in
-                                    zip(self.members, self._split(e_q), self._split(e),
-                                        strict=True)])
-            out.append(_scores_to_numpy(S, gaps, len(codes_q), len(c)))
-        return out
+
+        def mean(cq: Tensor, ct: Tensor, prof: Tensor | None, e: Tensor) -> tuple:
+            return _mean_scores([m.scorer(cq, a, ct, b, prof) for m, a, b in
+                                 zip(self.members, self._split(e_q), self._split(e),
+                                     strict=True)])
+
+        return [_torch_scores(lambda cq, ct, prof, e=e: mean(cq, ct, prof, e), codes_q, c,
+                              profile_q) for c, e in zip(codes_t, e_t, strict=True)]
 
     def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
                        profile_q: np.ndarray | None = None):
