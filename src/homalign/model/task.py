@@ -329,10 +329,8 @@ def export_homology(model: torch.nn.Module, stem: Path, extra: Mapping[str, Any]
 
 def _homology_task(model: AlignerModel, cfg: AlignerConfig, scop: str, exclude: str | None,
                    homology_batch: int, hard_negatives: bool, shift_init: float, steps: int,
-                   seed: int, n_eval_batches: int, val_fraction: float,
-                   adapter_only: bool = True) -> Any:
-    """The ``objective = "homology-adapter"`` (``adapter_only``) and ``"homology"`` tasks (see
-    :func:`make_aligner_task`)."""
+                   seed: int, n_eval_batches: int, val_fraction: float) -> Any:
+    """The ``objective = "homology-adapter"`` task (see :func:`make_aligner_task`)."""
     from homalign.errors import InputError
     from homalign.model.contrastive import (
         homology_logits,
@@ -350,24 +348,22 @@ def _homology_task(model: AlignerModel, cfg: AlignerConfig, scop: str, exclude: 
             raise InputError(f"[model_args] homology_batch = {homology_batch}, but the {side} "
                              f"SCOPe superfamily pairs span only {folds} folds (a batch takes "
                              "one pair per fold)", path=scop)
-    for name, p in model.named_parameters():  # the structure heads take no part in the loss
-        p.requires_grad_(name.startswith("homology.") or not (
-            adapter_only or name.startswith(("ss_head.", "acc_head."))))
+    for name, p in model.named_parameters():
+        p.requires_grad_(name.startswith("homology."))
     if float(model.homology.W.detach().abs().sum()) == 0.0:  # untrained: start at the offset
         with torch.no_grad():
             model.homology.shift.fill_(shift_init)
 
     def loss_fn(net: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
         inner = getattr(net, "module", net)
-        if adapter_only:
-            inner.eval()  # a fixed feature extractor: no dropout noise in the embeddings
+        inner.eval()  # a fixed feature extractor: no dropout noise in the embeddings
         total = torch.zeros(())
         for k in batch.tolist():
             rng = np.random.default_rng([seed, 99, int(k)])
             q, t, lq, lt, same = sample_batch(scop_train, homology_batch, rng,
                                               hard=hard_negatives)
             total = total + homology_loss(homology_logits(inner, inner.homology, q, t, lq, lt,
-                                                          adapter_only=adapter_only), same)
+                                                          adapter_only=True), same)
         return total / len(batch)
 
     def evaluate(net: torch.nn.Module) -> dict[str, float]:
@@ -424,8 +420,7 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
     ``benchmarks/learned.py``).
 
     ``objective = "homology-adapter"``: only ``model.homology`` learns (the aligner is frozen and
-    should be warm-started); ``objective = "homology"``: the same loss trains the whole model
-    (encoder, scorer and adapter: a ranking model whose alignments no longer matter); each step samples ``homology_batch`` SCOPe superfamily pairs of
+    should be warm-started); each step samples ``homology_batch`` SCOPe superfamily pairs of
     train folds (``scop`` minus the ids in ``scop_exclude``, minus the ``val_fraction`` of the
     train folds held out) per item; evaluation = the in-batch ranking on the held-out train folds (``hom_loss``,
     ``hom_acc``, ``hom_auc`` and the ``hom_hard_*`` variants).
@@ -439,19 +434,19 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
         raise InputError(f'[model_args] eval_data = "{eval_data}": model selection on the '
                          'reported (dev) split is not allowed; use "held-out" (train '
                          'families/folds held out)')
-    if objective not in ("alignment", "homology-adapter", "homology"):
-        raise InputError(f"[model_args] objective = {objective!r}: use alignment, "
-                         "homology-adapter or homology")
+    if objective not in ("alignment", "homology-adapter"):
+        raise InputError(f"[model_args] objective = {objective!r}: use alignment or "
+                         "homology-adapter")
     margins = (margin, margin if margin_missed is None else margin_missed)
     if min(margins) < 0:
         raise InputError(f"[model_args] margin and margin_missed must be >= 0, got {margins}")
 
     cfg = AlignerConfig.from_dict(dict(config or {}))
     model = AlignerModel(cfg)
-    if objective in ("homology-adapter", "homology"):
+    if objective == "homology-adapter":
         return _homology_task(model, cfg, scop, scop_exclude, homology_batch, hard_negatives,
                               shift_init, homology_steps, homology_seed, homology_eval_batches,
-                              val_fraction, adapter_only=objective == "homology-adapter")
+                              val_fraction)
     data = load_homstrad(homstrad, max_pairs_per_family)
     if tmalign:
         data += load_tmalign(tmalign)
