@@ -83,6 +83,9 @@ def test_negative_costs_match_brute_force(mode, seed):
     S, vecs, _ = random_problem(seed)
     rng = np.random.default_rng(seed + 1)
     vecs = {k: (v - rng.uniform(0.0, 0.6, v.shape)).astype(np.float32) for k, v in vecs.items()}
+    # at least one bonus whatever the draw (seed 3382899 drew none)
+    name = sorted(vecs)[int(rng.integers(len(vecs)))]
+    vecs[name][int(rng.integers(len(vecs[name])))] = -float(rng.uniform(0.01, 0.6))
     gaps = GapCosts(**vecs)
     assert not gaps.nonnegative
     res = align(S, gaps, mode=mode)

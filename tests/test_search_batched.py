@@ -285,3 +285,29 @@ def test_pyopal_scores_equal_the_numba_kernel(proteins, matrix: str, go: int, ge
         np.testing.assert_array_equal(got, ref)
     assert len(sw_scores(proteins[0].codes, db.codes, db.offsets, np.zeros(0, int),
                          db=db)) == 0
+
+
+def test_batches_are_whole_groups_within_the_budget() -> None:
+    from homalign.search.engine import _batches
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        lengths = np.sort(rng.integers(1, 1500, int(rng.integers(1, 120))))
+        budget = int(rng.integers(1, 30_000))
+        parts = _batches(lengths, budget)
+        assert np.array_equal(np.concatenate(parts), np.arange(len(lengths)))
+        for k, part in enumerate(parts):
+            assert len(part) == 1 or lengths[part].sum() <= budget
+            if k < len(parts) - 1 and len(part) > 16:
+                assert len(part) % 16 == 0  # only the last batch has a part-filled group
+
+
+def test_learned_scores_do_not_depend_on_the_batch_budget(proteins, monkeypatch) -> None:
+    from homalign.search import engine
+
+    db = SequenceDB.from_sequences(proteins)
+    q = proteins[1]
+    whole = search(q, db, method="learned", evalue=1e9, prefilter=False, traceback=False)
+    monkeypatch.setattr(engine, "BATCH_CELLS", len(q) * 60)  # a target or two a batch
+    split = search(q, db, method="learned", evalue=1e9, prefilter=False, traceback=False)
+    assert [(h.target_id, h.score) for h in split] == [(h.target_id, h.score) for h in whole]

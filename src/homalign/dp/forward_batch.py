@@ -192,10 +192,12 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
 
 @njit(cache=True, parallel=True)
 def _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001, ANN201
-    """All targets, LANES at a time in order of length, the groups in parallel."""
+    """All targets, LANES at a time in order of length, the groups in parallel. A group runs
+    as long as its longest target, so the part-filled group is the shortest one."""
     nt = len(starts)
     order = np.argsort(lengths, kind="mergesort")
     ng = (nt + LANES - 1) // LANES
+    skip = ng * LANES - nt  # empty lanes, all in group 0
     out = np.zeros(nt)
     for p0 in prange(ng):
         # shortest and longest groups alternate, so that each thread's contiguous share of the
@@ -204,15 +206,15 @@ def _forward_many(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa: ANN001
         gs = np.zeros(LANES, dtype=np.int64)
         gl = np.zeros(LANES, dtype=np.int64)
         for u in range(LANES):
-            p = g * LANES + u
-            if p < nt:
+            p = g * LANES + u - skip
+            if p >= 0:
                 gs[u] = starts[order[p]]
                 gl[u] = lengths[order[p]]
         o = np.zeros(LANES)
         _forward_group(X, gs, gl, qa, qb, tc, td, codes, R, o)
         for u in range(LANES):
-            p = g * LANES + u
-            if p < nt:
+            p = g * LANES + u - skip
+            if p >= 0:
                 out[order[p]] = o[u]
     return out
 

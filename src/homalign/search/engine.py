@@ -104,14 +104,33 @@ def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarr
 
 
 #: cells (query length x packed target residues) of one batched scoring pass: the float32 score
-#: block is 4 bytes a cell, so 16 MB
-BATCH_CELLS = 4_000_000
+#: block is 4 bytes a cell, so 32 MB
+BATCH_CELLS = 8_000_000
+#: targets of one SIMD group of the batched forward (:mod:`homalign.dp.forward_batch`)
+_LANES = 16
+
+
+def _batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
+    """Positions of ``lengths`` (sorted ascending) cut into runs of at most ``budget`` residues
+    (a longer target alone), each a whole number of 16-target groups where it can be, so that
+    only the last batch has a part-filled group (the forward pads a group to its longest
+    target: similar lengths together, few empty lanes)."""
+    out, start, n = [], 0, len(lengths)
+    csum = np.concatenate(([0], np.cumsum(lengths)))
+    while start < n:
+        stop = max(start + 1, int(np.searchsorted(csum, csum[start] + budget, side="right")) - 1)
+        if stop < n and stop - start > _LANES:
+            stop = start + (stop - start) // _LANES * _LANES
+        out.append(np.arange(start, stop))
+        start = stop
+    return out
 
 
 def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
                     candidates: np.ndarray) -> np.ndarray:
     """The ranking scores of ``candidates`` from the database's stored embeddings: one matrix
-    product, one exp and one parallel DP per batch of targets (:mod:`homalign.model.ranking`)."""
+    product, one exp and one parallel DP per batch of targets (:mod:`homalign.model.ranking`),
+    the targets taken in order of length. A target's score depends on that pair alone."""
     from homalign.search.embeddings import store_for
 
     store = store_for(db, ranking)
@@ -121,15 +140,11 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     else:
         qr = ranking.query(q.codes)
     out = np.empty(len(candidates), dtype=np.float64)
-    lengths = db.lengths[candidates]
-    budget = max(1, BATCH_CELLS // max(len(q), 1))
-    start = 0
-    while start < len(candidates):
-        stop = start + 1 + int(np.searchsorted(np.cumsum(lengths[start + 1:]),
-                                               budget - lengths[start], side="right"))
-        codes, emb, lens = store.gather(db, candidates[start:stop])
-        out[start:stop] = ranking.scores(qr, codes, emb, lens)
-        start = stop
+    order = np.argsort(db.lengths[candidates], kind="stable")
+    for part in _batches(db.lengths[candidates[order]], max(1, BATCH_CELLS // max(len(q), 1))):
+        idx = order[part]
+        codes, emb, lens = store.gather(db, candidates[idx])
+        out[idx] = ranking.scores(qr, codes, emb, lens)
     return out
 
 
