@@ -10,6 +10,7 @@ sequential.
 from __future__ import annotations
 
 import os
+import sys
 
 
 def available_cores() -> int:
@@ -29,19 +30,18 @@ def set_threads(n: int | None = None) -> int:
         raise ValueError(f"threads must be at least 1, got {n}")
     n_numba = min(n, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(n_numba)
-    try:
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None:
         torch.set_num_threads(n)
-    except ImportError:
-        pass
+    # else torch, when a learned method imports it, starts with OMP_NUM_THREADS (set below):
+    # methods that never use it do not pay its import (a second at every start)
     try:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(n)
     except ImportError:
         pass
-    os.environ["OMP_NUM_THREADS"] = str(n)  # child processes (peers) follow
+    os.environ["OMP_NUM_THREADS"] = str(n)  # child processes (peers) and a later torch follow
     return n
 
 
