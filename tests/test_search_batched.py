@@ -249,6 +249,23 @@ def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: b
         assert a[db.index_of(q.id)] > 0 or len(q) < 3
 
 
+def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(proteins) -> None:
+    """k-mers holding B, Z or X are never looked up (the index does not hold them)."""
+    from homalign.search.prefilter import prefilter_scores, prefilter_scores_indexed
+    from homalign.sequence import Sequence
+
+    rng = np.random.default_rng(11)
+    seqs = []
+    for p in proteins:
+        r = np.array(list(p.residues))
+        r[rng.random(len(r)) < 0.08] = rng.choice(list("BZX"))
+        seqs.append(Sequence(p.id, "".join(r)))
+    db = SequenceDB.from_sequences(seqs)
+    for q in seqs[:5]:
+        np.testing.assert_array_equal(prefilter_scores(q.codes, db),
+                                      prefilter_scores_indexed(q.codes, db))
+
+
 def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(proteins) -> None:
     from homalign.search.engine import _best_by_sw
     from homalign.search.sw_scores import sw_scores

@@ -299,6 +299,7 @@ def _scan_kernel(q: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
     for c in prange((n_seqs + chunk - 1) // chunk):
         last = np.empty(longest + Lq, dtype=np.int32)  # diagonal j - i + Lq - 1
         ids = np.empty(longest, dtype=np.int32)  # the target's k-mer ids (-1: B, Z or X)
+        high = np.empty(longest, dtype=np.int32)  # the largest code in each k-mer
         for t in range(c * chunk, min(n_seqs, (c + 1) * chunk)):
             a = db_offsets[t]
             Lt = db_offsets[t + 1] - a
@@ -306,14 +307,16 @@ def _scan_kernel(q: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
                 continue
             tseq = db_codes[a:a + Lt]
             nk = Lt - k + 1
-            for j in range(nk):
-                w = 0
-                bad = False
-                for s in range(k):
+            ids[:nk] = 0
+            high[:nk] = 0
+            for s in range(k):  # a digit of every k-mer at a time: loops that vectorise
+                for j in range(nk):
                     code = np.int32(tseq[j + s])
-                    bad |= code >= n_aa
-                    w = w * n_aa + min(code, n_aa - 1)
-                ids[j] = -1 if bad else w
+                    high[j] = max(high[j], code)
+                    ids[j] = ids[j] * n_aa + min(code, n_aa - 1)
+            for j in range(nk):
+                if high[j] >= n_aa:
+                    ids[j] = -1
             last[:Lt + Lq] = 0
             one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
             top = np.float32(0.0)
