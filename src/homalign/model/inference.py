@@ -29,10 +29,11 @@ from homalign.threads import one_blas_thread
 @dataclass(frozen=True)
 class QuerySide:
     """What scoring a query against any target needs: ``A = e W`` (Lq, D), its rows of
-    ``scale * M`` (Lq, K) and its gap costs (Lq,) each."""
+    ``scale * M`` stored by target residue (K, Lq: ``columns[b]`` is every query position's score
+    against residue ``b``) and its gap costs (Lq,) each."""
 
     A: np.ndarray
-    rows: np.ndarray
+    columns: np.ndarray
     open: np.ndarray
     extend: np.ndarray
 
@@ -91,34 +92,32 @@ class ClosedFormScores:
                                      f"rows of {self.matrix.shape[0]} residue columns")
                 rows = prof @ self.matrix
         o, x = self.gap_costs(e)
-        return QuerySide(np.ascontiguousarray(A), np.ascontiguousarray(rows), o, x)
+        return QuerySide(np.ascontiguousarray(A), np.ascontiguousarray(rows.T), o, x)
 
-    def pair(self, q: QuerySide, codes_t: np.ndarray, e_t: np.ndarray,
-             gaps_t: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, GapCosts]:
-        """(S float32 (Lq, Lt), GapCosts) of the query against one target (embeddings (Lt, D);
-        ``gaps_t``: its gap costs when already computed)."""
-        e_t = np.ascontiguousarray(e_t, dtype=np.float32).reshape(len(codes_t), -1)
-        with one_blas_thread():
-            S = q.A @ e_t.T
-        S += q.rows[:, np.asarray(codes_t, dtype=np.int64)]
-        o, x = self.gap_costs(e_t) if gaps_t is None else gaps_t
-        gaps = GapCosts.from_vectors(len(q.open), len(codes_t), q_ins_open=q.open,
-                                     q_ins_ext=q.extend, t_del_open=o, t_del_ext=x)
-        return np.ascontiguousarray(S, dtype=np.float32), gaps
+    def pair(self, q: QuerySide, codes_t: np.ndarray, e_t: np.ndarray
+             ) -> tuple[np.ndarray, GapCosts]:
+        """(S float32 (Lq, Lt), GapCosts) of the query against one target (embeddings (Lt, D))."""
+        return self.many(q, [codes_t], [e_t])[0]
 
     def many(self, q: QuerySide, codes: list[np.ndarray], embeddings: list[np.ndarray]
              ) -> list[tuple[np.ndarray, GapCosts]]:
         """:meth:`pair` of each target; the targets' gap costs in one product."""
         if not codes:
             return []
-        E = np.concatenate([np.asarray(e, dtype=np.float32).reshape(len(c), -1)
-                            for c, e in zip(codes, embeddings, strict=True)])
-        o, x = self.gap_costs(E)
+        E = [np.ascontiguousarray(e, dtype=np.float32).reshape(len(c), -1)
+             for c, e in zip(codes, embeddings, strict=True)]
+        o, x = self.gap_costs(np.concatenate(E))
         out, s = [], 0
-        for c, e in zip(codes, embeddings, strict=True):
-            n = len(c)
-            out.append(self.pair(q, c, e, (o[s:s + n], x[s:s + n])))
-            s += n
+        with one_blas_thread():
+            for c, e in zip(codes, E, strict=True):
+                n = len(c)
+                S = q.A @ e.T
+                S += q.columns[np.asarray(c, dtype=np.int64)].T
+                gaps = GapCosts.from_vectors(len(q.open), n, q_ins_open=q.open,
+                                             q_ins_ext=q.extend, t_del_open=o[s:s + n],
+                                             t_del_ext=x[s:s + n])
+                out.append((np.ascontiguousarray(S, dtype=np.float32), gaps))
+                s += n
         return out
 
 
