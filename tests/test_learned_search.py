@@ -76,6 +76,10 @@ def test_search_hits_carry_the_learned_mea_alignment(db_and_query) -> None:
         want = homalign.align(query, db.sequence(h.target_index), method="learned")
         assert h.alignment is not None
         np.testing.assert_array_equal(h.alignment.pairs, want.pairs)
+        # the hits' embeddings come from one packed encoder call: equal to float rounding
+        assert h.alignment.score == pytest.approx(want.score, rel=1e-5)
+        assert h.alignment.extra["expected_correct"] == pytest.approx(
+            want.extra["expected_correct"], rel=1e-5)
         assert h.alignment.extra["homology_probability"] == pytest.approx(
             want.extra["homology_probability"], rel=1e-6)
         assert h.alignment.evalue == h.evalue

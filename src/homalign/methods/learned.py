@@ -271,7 +271,8 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
                 *, threshold: float | None = None, decode: str = "mea",
                 mode: str | None = None, **options: Any) -> list[Alignment]:
     """``align`` of ``query`` with each of its search hits, at once: the aligner embeds the query
-    once and the targets in padded batches, and each hit's ranking score (``scores``: what
+    once and the targets in packed rows (equal to ``align`` to float rounding: the same pairs)
+    and scores them in closed form, and each hit's ranking score (``scores``: what
     search ranked it by, the batched form of ``homology_score``) gives ``homology_score`` and
     ``homology_probability`` without scoring the pair again. Template mode and ``homologs`` go
     pair by pair (:func:`_align_prepared`)."""
