@@ -227,7 +227,7 @@ class EnsembleAligner(nn.Module):
 
     @torch.no_grad()
     def embed_many(self, codes: list[np.ndarray]) -> list[Tensor]:
-        """:meth:`embed` of each sequence, each member in padded batches."""
+        """:meth:`embed` of each sequence, each member in packed rows."""
         per_member = [m.embed_many(codes) for m in self.members]
         return [torch.cat(es, dim=-1) for es in zip(*per_member, strict=True)]
 

@@ -1,7 +1,8 @@
 """Residue encoder: embedding + a few residual dilated 1-D convolutions (small on purpose).
 
-Padding positions (code ``PAD``) are zeroed after every layer so that a padded batch gives the same
-embeddings as each sequence alone.
+Padding positions (code ``PAD``) are zeroed after every layer so that a padded batch, or a row of
+sequences with at least ``reach`` pads between them, gives the same embeddings as each sequence
+alone.
 """
 
 from __future__ import annotations
