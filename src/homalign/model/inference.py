@@ -94,14 +94,10 @@ class ClosedFormScores:
         o, x = self.gap_costs(e)
         return QuerySide(np.ascontiguousarray(A), np.ascontiguousarray(rows.T), o, x)
 
-    def pair(self, q: QuerySide, codes_t: np.ndarray, e_t: np.ndarray
-             ) -> tuple[np.ndarray, GapCosts]:
-        """(S float32 (Lq, Lt), GapCosts) of the query against one target (embeddings (Lt, D))."""
-        return self.many(q, [codes_t], [e_t])[0]
-
     def many(self, q: QuerySide, codes: list[np.ndarray], embeddings: list[np.ndarray]
              ) -> list[tuple[np.ndarray, GapCosts]]:
-        """:meth:`pair` of each target; the targets' gap costs in one product."""
+        """(S float32 (Lq, Lt), GapCosts) of the query against each target (embeddings (Lt, D));
+        the targets' gap costs in one product."""
         if not codes:
             return []
         E = [np.ascontiguousarray(e, dtype=np.float32).reshape(len(c), -1)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from homalign.alignment import Alignment
+from homalign.dp.forward_batch import LANES
 from homalign.errors import InputError
 from homalign.methods import Method, get_method
 from homalign.score.pair_scores import score_values
@@ -106,8 +107,6 @@ def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarr
 #: cells (query length x packed target residues) of one batched scoring pass: the float32 score
 #: block is 4 bytes a cell, so 32 MB
 BATCH_CELLS = 8_000_000
-#: targets of one SIMD group of the batched forward (:mod:`homalign.dp.forward_batch`)
-_LANES = 16
 
 
 def _batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
@@ -119,8 +118,8 @@ def _batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
     csum = np.concatenate(([0], np.cumsum(lengths)))
     while start < n:
         stop = max(start + 1, int(np.searchsorted(csum, csum[start] + budget, side="right")) - 1)
-        if stop < n and stop - start > _LANES:
-            stop = start + (stop - start) // _LANES * _LANES
+        if stop < n and stop - start > LANES:
+            stop = start + (stop - start) // LANES * LANES
         out.append(np.arange(start, stop))
         start = stop
     return out
