@@ -328,3 +328,27 @@ def test_learned_scores_do_not_depend_on_the_batch_budget(proteins, monkeypatch)
     monkeypatch.setattr(engine, "BATCH_CELLS", len(q) * 60)  # a target or two a batch
     split = search(q, db, method="learned", evalue=1e9, prefilter=False, traceback=False)
     assert [(h.target_id, h.score) for h in split] == [(h.target_id, h.score) for h in whole]
+
+
+def test_pyopal_scores_are_the_same_on_one_and_two_threads_with_a_kept_pool(proteins) -> None:
+    import numba
+
+    from homalign.search import sw_scores as mod
+
+    db = SequenceDB.from_sequences(proteins)
+    targets = np.arange(len(db))[::-1].copy()
+    q = proteins[3]
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = mod.sw_scores(q.codes, db.codes, db.offsets, targets, db=db)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = mod.sw_scores(q.codes, db.codes, db.offsets, targets, db=db)
+        again = mod.sw_scores(q.codes, db.codes, db.offsets, targets, db=db)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(one, two)
+    np.testing.assert_array_equal(two, again)
+    if numba.config.NUMBA_NUM_THREADS >= 2:  # the pool is made once and kept
+        assert mod._opal_pool(2) is mod._opal_pool(2)
+    assert mod._opal_pool(1) is None

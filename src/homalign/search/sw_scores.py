@@ -92,6 +92,24 @@ def _opal_database(db):  # noqa: ANN001, ANN202
     return db.cache[key]
 
 
+_POOLS: dict[tuple[int, int], object] = {}
+
+
+def _opal_pool(threads: int):  # noqa: ANN202
+    """A thread pool for pyopal's chunks, kept for the process (pyopal otherwise starts and
+    joins a new pool every call: milliseconds a query). None for one thread (pyopal then runs
+    in the calling thread). Keyed by process id too: a forked child gets its own."""
+    if threads <= 1:
+        return None
+    import multiprocessing.pool
+    import os
+
+    key = (os.getpid(), threads)
+    if key not in _POOLS:
+        _POOLS[key] = multiprocessing.pool.ThreadPool(threads)
+    return _POOLS[key]
+
+
 def _opal_scores(query_codes: np.ndarray, db, targets: np.ndarray, matrix: str,  # noqa: ANN001
                  gap_open: float, gap_extend: float) -> np.ndarray:
     import numba
@@ -107,9 +125,10 @@ def _opal_scores(query_codes: np.ndarray, db, targets: np.ndarray, matrix: str, 
     query = "".join(ALPHABET[c] for c in np.asarray(query_codes))
     sub = _opal_database(db).extract([int(t) for t in targets])
     # Opal's opening penalty is charged with the first gap residue: BLAST's open + extend
+    threads = min(numba.get_num_threads(), len(targets))
     res = pyopal.align(query, sub, sm, gap_open=int(gap_open + gap_extend),
                        gap_extend=int(gap_extend), mode="score", algorithm="sw",
-                       threads=numba.get_num_threads(), ordered=True)
+                       threads=threads, pool=_opal_pool(threads), ordered=True)
     return np.fromiter((r.score for r in res), dtype=np.float32, count=len(targets))
 
 
