@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -40,11 +41,17 @@ def as_sequence(value: Sequence | str, default_id: str = "seq") -> Sequence:
     return Sequence(default_id, value)
 
 
-def read_sequences(path: str | Path) -> list[Sequence]:
-    """Read every record of a FASTA file as validated sequences."""
+def iter_sequences(path: str | Path) -> Iterator[Sequence]:
+    """Stream the records of a FASTA file as validated sequences (gap characters removed), one
+    at a time; a bad record raises :class:`homalign.errors.InputError` when it is reached."""
     from homalign.io import read_fasta
 
-    return [
-        Sequence(r.id, r.sequence.replace("-", "").replace(".", ""), r.description, source=str(path))
-        for r in read_fasta(path)
-    ]
+    source = str(path)
+    for r in read_fasta(path):
+        yield Sequence(r.id, r.sequence.replace("-", "").replace(".", ""), r.description,
+                       source=source)
+
+
+def read_sequences(path: str | Path) -> list[Sequence]:
+    """Read every record of a FASTA file as validated sequences."""
+    return list(iter_sequences(path))

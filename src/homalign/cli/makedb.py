@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from homalign.cli import _common
@@ -38,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from homalign.search import SequenceDB, makedb
-    from homalign.search.database import same_source
+    from homalign.search import makedb
+    from homalign.search.database import MANIFEST, same_source
     from homalign.threads import set_threads
 
     set_threads(_common.threads(args))
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
         nb = add_neighbours(out, progress=_common.progress(args))
         print(f"homalign makedb: {out}: {len(nb.index)} neighbour links", file=sys.stderr)
-    db = SequenceDB.load(out, verify=False)
-    print(f"homalign makedb: {out}: {len(db)} sequences, {db.total_length} residues",
-          file=sys.stderr)
+    meta = json.loads((out / MANIFEST).read_text())  # the counts, without reading the codes
+    print(f"homalign makedb: {out}: {meta['n_sequences']} sequences, {meta['n_residues']} "
+          "residues", file=sys.stderr)
     return 0

@@ -16,17 +16,26 @@ The prefilter scans the packed codes (:func:`homalign.search.prefilter.prefilter
 BLAST does), so no k-mer index is stored; :attr:`SequenceDB.index` builds one in memory on
 request (the indexed reference prefilter).
 
+``makedb`` streams its input: it reads the FASTA a record at a time and appends each record's codes
+to ``codes.npy`` as it goes (through a buffer of :data:`WRITE_CHUNK` bytes), holding only ids,
+descriptions and lengths in memory, so a database larger than memory can be built; the files are
+byte for byte those of :meth:`SequenceDB.from_fasta`'s arrays saved with ``numpy.save``. The
+learned embeddings are then computed from a memory map of ``codes.npy``, a chunk at a time.
+
 ``makedb`` writes into a hidden temporary directory next to the destination and renames it into
-place, so a crash never leaves a half-written database; ``load`` refuses a directory of another
-format version or whose files do not match the manifest's hashes (cut short or damaged).
+place, so a crash never leaves a half-written database (and a later run deletes what a killed one
+left); ``load`` refuses a directory of another format version or whose files do not match the
+manifest's hashes (cut short or damaged).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import tempfile
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +45,7 @@ import numpy as np
 from homalign.alphabet import ALPHABET, N_CODES
 from homalign.errors import InputError
 from homalign.io.digest import file_sha256
+from homalign.io.text import check_readable
 from homalign.search.prefilter import KmerIndex, build_kmer_index
 from homalign.sequence import Sequence
 
@@ -44,6 +54,11 @@ DB_FORMAT_VERSION = 2  # 2: no stored k-mer index
 MANIFEST = "manifest.json"
 _ARRAYS = ("codes", "offsets")
 _LETTERS = np.frombuffer(ALPHABET.encode("ascii"), dtype=np.uint8)
+#: Bytes of residue codes ``makedb`` gathers before appending them to ``codes.npy`` (64 MiB): the
+#: most of a database's residues it holds in memory at once (a longer sequence is written alone).
+WRITE_CHUNK = 64 << 20
+#: Entries of ``headers.json``'s lists encoded at a time.
+_HEADER_BATCH = 65536
 
 
 @dataclass
@@ -236,6 +251,80 @@ def _write_file(path: Path, data: bytes | None = None, array: np.ndarray | None 
         os.fsync(fh.fileno())
 
 
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
+    """The header ``numpy.save`` writes for a C-ordered array of ``dtype`` and ``shape``."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+              "shape": shape})
+    return buf.getvalue()
+
+
+def _write_codes(fasta: Path, path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    """Stream the records of ``fasta`` into the ``.npy`` file ``path``: their residue codes back
+    to back, uint8, as :meth:`SequenceDB.from_fasta` packs them; returns the ids, descriptions
+    and offsets (int64, n + 1).
+
+    Records are validated as :func:`homalign.sequence.read_sequences` does (the same errors, naming
+    file, line or record and column); codes are buffered :data:`WRITE_CHUNK` bytes at a time and
+    the header, which holds the length, is written last over space kept for it.
+    """
+    from homalign.sequence import iter_sequences
+
+    ids: list[str] = []
+    descriptions: list[str] = []
+    lengths = array("q")
+    dtype = np.dtype(np.uint8)
+    reserved = len(_npy_header(dtype, (np.iinfo(np.int64).max,)))
+    # no larger than the file: a small FASTA does not get a 64 MiB buffer
+    buf = np.empty(max(1, min(WRITE_CHUNK, fasta.stat().st_size)), dtype=dtype)
+    fill = 0
+    with open(path, "wb") as fh:
+        fh.write(bytes(reserved))
+        for seq in iter_sequences(fasta):
+            codes = seq.codes
+            n = len(codes)
+            if fill + n > len(buf):
+                fh.write(buf[:fill].data)
+                fill = 0
+            if n > len(buf):
+                fh.write(np.ascontiguousarray(codes, dtype=dtype).data)
+            else:
+                buf[fill:fill + n] = codes
+                fill += n
+            ids.append(seq.id)
+            descriptions.append(seq.description)
+            lengths.append(n)
+        fh.write(buf[:fill].data)
+        del buf
+        if not ids:
+            raise InputError("the database FASTA file has no records", path=fasta)
+        offsets = np.concatenate(([0], np.cumsum(np.frombuffer(lengths, dtype=np.int64))))
+        header = _npy_header(dtype, (int(offsets[-1]),))
+        if len(header) != reserved:  # numpy pads every 1-d header to one length
+            raise RuntimeError(f"numpy wrote a {len(header)}-byte .npy header, not {reserved}")
+        fh.seek(0)
+        fh.write(header)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return ids, descriptions, offsets
+
+
+def _write_headers(path: Path, ids: list[str], descriptions: list[str]) -> None:
+    """``headers.json``: ``json.dumps({"ids": ids, "descriptions": descriptions})``, encoded
+    :data:`_HEADER_BATCH` entries at a time (never the whole text in memory)."""
+    with open(path, "wb") as fh:
+        for opening, values in ((b'{"ids": [', ids), (b'], "descriptions": [', descriptions)):
+            fh.write(opening)
+            for lo in range(0, len(values), _HEADER_BATCH):
+                if lo:
+                    fh.write(b", ")
+                fh.write(json.dumps(values[lo:lo + _HEADER_BATCH])[1:-1].encode())
+        fh.write(b"]}")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def _remove_stale_builds(parent: Path, name: str) -> None:
     """Delete the temporary directories of earlier builds of ``name`` whose process is gone
     (a killed ``makedb``); a build still running (its pid alive) is left alone."""
@@ -254,7 +343,8 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
            progress: bool = False) -> Path:
     """Write a database directory for ``fasta`` at ``outdir``; returns ``outdir``.
 
-    ``learned`` also stores the learned search's per-residue target embeddings
+    ``fasta`` is read once, a record at a time (see the module's description): its residues are
+    never all in memory. ``learned`` also stores the learned search's per-residue target embeddings
     (:mod:`homalign.search.embeddings`, ``embedding_dtype``), computed in batches.
 
     Everything is written into a temporary directory beside ``outdir`` and renamed into place at
@@ -269,27 +359,26 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     if outdir.exists() and not (outdir / MANIFEST).exists():
         raise InputError("refusing to replace a directory that is not a homalign database",
                          path=outdir)
-    db = SequenceDB.from_fasta(fasta, k=k)
+    fasta = Path(fasta)
+    check_readable(fasta)
     parent = outdir.parent if str(outdir.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_builds(parent, outdir.name)
     tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=parent))
     (tmp / ".pid").write_text(str(os.getpid()))
     try:
-        headers = json.dumps({"ids": db.ids, "descriptions": db.descriptions}).encode()
-        _write_file(tmp / "headers.json", data=headers)
-        arrays = {"codes": db.codes, "offsets": db.offsets}
-        for name, arr in arrays.items():
-            _write_file(tmp / f"{name}.npy", array=np.ascontiguousarray(arr))
+        ids, descriptions, offsets = _write_codes(fasta, tmp / "codes.npy")
+        _write_headers(tmp / "headers.json", ids, descriptions)
+        _write_file(tmp / "offsets.npy", array=offsets)
         files = {}
         for name in ("headers.json", *(f"{a}.npy" for a in _ARRAYS)):
             p = tmp / name
             files[name] = {"sha256": file_sha256(p), "size": p.stat().st_size}
         manifest = {
             "format": DB_FORMAT, "version": DB_FORMAT_VERSION, "homalign": __version__,
-            "k": k, "n_sequences": len(db), "n_residues": db.total_length,
-            "source": str(Path(fasta).resolve()),
-            "source_sha256": file_sha256(Path(fasta)), "files": files,
+            "k": k, "n_sequences": len(ids), "n_residues": int(offsets[-1]),
+            "source": str(fasta.resolve()),
+            "source_sha256": file_sha256(fasta), "files": files,
         }
         if learned:
             from homalign.methods.learned import ranking_model
@@ -297,7 +386,11 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
 
             ranking = ranking_model()
             if ranking is not None:
+                # the codes just written, memory-mapped (read a chunk of sequences at a time)
+                codes = np.load(tmp / "codes.npy", mmap_mode="r", allow_pickle=False)
+                db = SequenceDB(ids, descriptions, codes, offsets, source=str(fasta), k=k)
                 manifest["learned"] = write_store(db, ranking, tmp, embedding_dtype, progress)
+                del db, codes
         _write_file(tmp / MANIFEST, data=json.dumps(manifest, indent=1).encode())
         (tmp / ".pid").unlink()
         os.chmod(tmp, 0o755)
