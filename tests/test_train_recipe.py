@@ -221,6 +221,13 @@ def test_buckets_crop_long_pairs_anew_every_epoch_within_the_cell_budget() -> No
             assert q.shape[1] <= 64 and t.shape[1] <= 64
             assert q.shape[0] * max(q.shape[1], t.shape[1]) ** 2 <= 3 * 64 * 64
     assert crops[0] != crops[1] and crops[1] == crops[2]  # new each epoch, the same on resume
+    buckets = []
+    for epoch in (0, 1, 1, 2):
+        data.set_epoch(epoch)
+        buckets.append([sorted(g) for g in data.groups])
+    assert len({len(b) for b in buckets}) == 1  # the sizes fix how many buckets there are
+    assert all(sorted(k for g in b for k in g) == list(range(len(pairs))) for b in buckets)
+    assert buckets[1] == buckets[2] and buckets[0] != buckets[1] != buckets[3]  # mixed anew
     loader = ResumableLoader(data, batch_size=1, collate_fn=collate_buckets, max_epochs=3)
     for _ in loader:
         pass

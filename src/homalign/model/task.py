@@ -88,11 +88,14 @@ class BucketedPairs(Dataset):
     """Items: whole batches of pairs, each at most ``max_cells`` DP cells (``B * L^2`` with L the
     longest sequence of the batch), the pairs sorted by length first so a batch pads little.
 
-    The buckets are fixed for the run (by each pair's longest possible crop, length ties broken
-    by ``seed``) and the runtime's loader shuffles their order every epoch. A pair longer than
-    ``window`` is cropped anew every epoch (seeded by its name and the epoch, which the loader
-    sets through :meth:`set_epoch`), so a long pair shows a different window each time and a
-    resumed run sees the same crops. An item is :class:`PairDataset`'s tuple with a leading
+    Pairs are bucketed by their longest possible crop, ties (equal sizes: every pair longer than
+    the window, pairs of equal length) broken at random anew every epoch, so pairs of one size
+    meet different partners each epoch, as the training loop that made the first shipped weights
+    batched them; the sizes alone fix the number of buckets and their bounds, so ``len`` never
+    changes. The runtime's loader shuffles the buckets' order every epoch. A pair longer than
+    ``window`` is cropped anew every epoch too. Both are seeded by ``seed``, the pair's name and
+    the epoch, which the loader sets through :meth:`set_epoch`, so a resumed run sees the same
+    buckets and crops. An item is :class:`PairDataset`'s tuple with a leading
     batch axis, as wide as its longest sequences; join items with :func:`collate_buckets`
     (``batch_size = 1`` in the config: one bucket a step).
     """
@@ -101,27 +104,35 @@ class BucketedPairs(Dataset):
                  seed: int = 0) -> None:
         self.window = window
         self.pairs = pairs
-        self.epoch = 0
-        rng = np.random.default_rng(seed)
+        self.max_cells = max_cells
+        self.seed = seed
+        self.size = [min(max(len(p.q), len(p.t)), window) for p in self.pairs]  # any crop fits
+        self.set_epoch(0)
+
+    def _buckets(self, epoch: int) -> list[list[int]]:
+        rng = np.random.default_rng(self.seed if epoch == 0 else (self.seed, epoch))
         ties = rng.random(len(self.pairs))
-        size = [min(max(len(p.q), len(p.t)), window) for p in self.pairs]  # any crop fits
+        size = self.size
         order = sorted(range(len(self.pairs)), key=lambda k: (size[k], ties[k]))
-        self.groups: list[list[int]] = []
+        groups: list[list[int]] = []
         cur: list[int] = []
         for k in order:
-            if cur and (len(cur) + 1) * size[k] * size[k] > max_cells:
-                self.groups.append(cur)
+            if cur and (len(cur) + 1) * size[k] * size[k] > self.max_cells:
+                groups.append(cur)
                 cur = []
             cur.append(k)
         if cur:
-            self.groups.append(cur)
+            groups.append(cur)
+        return groups
 
     def __len__(self) -> int:
         return len(self.groups)
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch whose crops :meth:`__getitem__` returns (called by the runtime's loader)."""
+        """The epoch whose buckets and crops :meth:`__getitem__` returns (called by the
+        runtime's loader)."""
         self.epoch = int(epoch)
+        self.groups = self._buckets(self.epoch)
 
     def cropped(self, k: int) -> TrainPair:
         """Pair ``k`` as this epoch crops it."""
