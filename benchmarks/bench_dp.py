@@ -19,6 +19,11 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
 * ``align_batch`` over many 300x300 pairs (threads = numba's current thread count);
 * posterior_matrix (forward-backward; scaled probability space by default, float64 log space
   with method="log");
+* the learned search's batched posteriors (``posteriors_many``, 16 targets per group in float32
+  lanes) against ``posterior_matrix`` pair by pair on the same pairs: one 300-residue query
+  against 32 targets of 250-350 residues, learned-like scores (normal, sd 2, plus a diagonal
+  signal), position-specific gaps, semiglobal (the aligner's decode mode); posteriors checked
+  equal to 2e-5; threads = numba's current thread count;
 * head to head at 1 and 2 threads (``--threads``) on ``--pairs`` (100) random 300x300 BLOSUM62
   pairs, 11/1: ``align_score`` per pair, ``align_batch`` score-only and with traceback (the
   16-lane kernel dp.trace_lanes; also global mode, position-specific gaps, and the per-pair
@@ -61,6 +66,7 @@ from homalign.dp.forward_batch import local_forward_batch
 from homalign.dp.lanes import score_local_codes
 from homalign.dp.pairwise import TRACE_LIMIT_BYTES
 from homalign.dp.posterior import posterior_matrix
+from homalign.dp.posterior_batch import posteriors_many
 from homalign.dp.result import from_ops
 
 AA = "ARNDCQEGHILKMFPSTWYV"
@@ -195,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         t_p = timed(lambda: posterior_matrix(S, g300), max(3, args.reps // 3))
         add("posterior_matrix (forward-backward), local 11/1", "300x300", 90000.0, t_p,
             f"{t_p[0] * 1e3:.1f} ms wall, {t_p[2] * 1e3:.1f} ms CPU")
+        posterior_rows(args, add)
 
     cmd = " ".join(shlex.quote(a) for a in [
         *(f"{k}={os.environ[k]}" for k in ("NUMBA_NUM_THREADS", "OMP_WAIT_POLICY")
@@ -375,6 +382,43 @@ def forward_rows(args: argparse.Namespace, add) -> list[dict]:  # noqa: ANN001
     finally:
         numba.set_num_threads(old)
     return out
+
+
+def posterior_rows(args: argparse.Namespace, add) -> None:  # noqa: ANN001
+    """posteriors_many (16 lanes) vs posterior_matrix pair by pair: 1 query x 32 targets."""
+    rng = np.random.default_rng(11)
+    lq, lts = 300, rng.integers(250, 351, 32)
+
+    def learned(lt: int) -> np.ndarray:
+        S = rng.normal(-1.0, 2.0, (lq, lt))
+        d = np.arange(min(lq, lt))
+        S[d, d] += 3.0
+        return S.astype(np.float32)
+
+    S = [learned(int(lt)) for lt in lts]
+    qo, qe = rng.uniform(1.0, 4.0, lq), rng.uniform(0.1, 1.0, lq)
+    to = [rng.uniform(1.0, 4.0, lt) for lt in lts]
+    te = [rng.uniform(0.1, 1.0, lt) for lt in lts]
+    gaps = [GapCosts.from_vectors(lq, int(lt), q_ins_open=qo, q_ins_ext=qe, t_del_open=to[k],
+                                  t_del_ext=te[k]) for k, lt in enumerate(lts)]
+    mode = "semiglobal"
+    P, _ = posteriors_many(S, qo, qe, to, te, mode)
+    for k in range(len(S)):
+        ref = posterior_matrix(S[k], gaps[k], mode)
+        assert np.allclose(P[k], ref, rtol=0.0, atol=2e-5), "posteriors_many disagrees"
+    del P, ref  # timed runs drop their results (held results make every run page-fault)
+    cells = float(lq * lts.sum())
+    reps = max(3, args.reps // 3)
+    t_many = timed(lambda: posteriors_many(S, qo, qe, to, te, mode), reps)
+    t_pair = timed(lambda: [posterior_matrix(S[k], gaps[k], mode) for k in range(len(S))], reps)
+    size = f"{lq}x250-350"
+    threads = numba.get_num_threads()
+    add("posteriors_many (16 lanes), semiglobal, position-specific gaps, 1 query x 32 targets",
+        size, cells, t_many,
+        f"{threads} thread(s), {t_many[0] * 1e3:.1f} ms; {t_pair[0] / t_many[0]:.2f}x "
+        f"posterior_matrix (wall), {t_pair[2] / t_many[2]:.2f}x (CPU)")
+    add("posterior_matrix pair by pair, same 32 pairs", size, cells, t_pair,
+        f"{t_pair[0] * 1e3:.1f} ms wall")
 
 
 def write_csv(path: Path, rows: list[dict], cmd: str) -> None:

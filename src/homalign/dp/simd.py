@@ -20,7 +20,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["PERMUTE_TABLE", "TABLE", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at"]
+__all__ = ["PERMUTE_TABLE", "TABLE", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at",
+           "transpose16"]
 
 _N = 16
 TABLE = 32  # entries of the lookup table per row (vpermi2ps: two registers of 16)
@@ -59,8 +60,9 @@ class _VecGEP(ir.Instruction):
                    f"{i.type} {i.get_reference()}\n")
 
 
-def _transpose(builder, rows):  # noqa: ANN001, ANN202
-    """16 vectors rows[u][e] -> cols[e][u]: stage k swaps bit k of the row and column index."""
+def transpose16(builder, rows):  # noqa: ANN001, ANN202
+    """LLVM IR (for intrinsics): 16 vectors rows[u][e] -> cols[e][u] of 16 elements each; stage
+    k swaps bit k of the row and column index."""
     rows = list(rows)
     for k in range(4):
         b = 1 << k
@@ -117,7 +119,7 @@ def _pack_codegen(by_address: bool):  # noqa: ANN202
             else:
                 p = builder.gep(sptr, [builder.add(s, j0_)])
             rows.append(builder.call(mload, [p, ir.Constant(_i32, 4), mask, fillv]))
-        cols = _transpose(builder, rows)
+        cols = transpose16(builder, rows)
         if PERMUTE_TABLE:
             perm = cgutils.get_or_insert_function(
                 mod, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
@@ -234,7 +236,7 @@ def lookup_lanes16(typingctx, dst, doff, dstride, table, rows, codes, starts, le
                 g = _VecGEP(builder.block, rp, c, name="tab")
                 builder._insert(g)
                 vals.append(builder.call(gather, [g, ir.Constant(_i32, 4), all_on, zero]))
-        cols = _transpose(builder, vals)
+        cols = transpose16(builder, vals)
         for e in range(_N):
             op = builder.gep(dptr, [builder.add(doff_, builder.mul(dstride_,
                                                                    ir.Constant(_i64, e)))])

@@ -228,11 +228,13 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
                  prof: np.ndarray | None, *, decode: str, mode: str | None,
                  threshold: float | None, homologs: Any = None,
                  max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
-                 scores: tuple[np.ndarray, Any] | None = None) -> Alignment:
+                 scores: tuple[np.ndarray, Any] | None = None,
+                 posterior: np.ndarray | None = None) -> Alignment:
     """The aligner's alignment of one pair from its embeddings: MEA of the posteriors (through
     the homologues' consistency transform when ``homologs`` is given) or the best path;
     ``score`` is the local best-path score of the learned S. ``scores``: the pair's
-    ``score_embedded`` (S, gaps), when already computed."""
+    ``score_embedded`` (S, gaps), and ``posterior`` its posterior matrix in ``mode``, when
+    already computed."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
@@ -243,7 +245,7 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
     S, gaps = scores if scores is not None else model.score_embedded(query.codes, e_q,
                                                                      target.codes, e_t, prof)
     if decode == "mea":
-        P = posterior_matrix(S, gaps, mode=mode)
+        P = posterior if posterior is not None else posterior_matrix(S, gaps, mode=mode)
         if homologs is not None:
             P, inter = consistent_posterior(model, query, target, homologs, mode=mode,
                                             max_homologs=max_homologs, evalue=homolog_evalue,
@@ -271,8 +273,10 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
                 *, threshold: float | None = None, decode: str = "mea",
                 mode: str | None = None, **options: Any) -> list[Alignment]:
     """``align`` of ``query`` with each of its search hits, at once: the aligner embeds the query
-    once and the targets in packed rows (equal to ``align`` to float rounding: the same pairs)
-    and scores them in closed form, and each hit's ranking score (``scores``: what
+    once and the targets in packed rows, scores them in closed form and computes their
+    posteriors 16 targets at a time (:func:`homalign.dp.posterior_batch.posteriors_many`, float32;
+    equal to ``align``'s float64 posteriors within ~1e-5, so the same pairs except where two
+    paths' expected accuracies tie that closely), and each hit's ranking score (``scores``: what
     search ranked it by, the batched form of ``homology_score``) gives ``homology_score`` and
     ``homology_probability`` without scoring the pair again. Template mode and ``homologs`` go
     pair by pair (:func:`_align_prepared`)."""
@@ -286,11 +290,20 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     _smodel, smeta = _model(SEARCH_WEIGHTS)
     codes = [t.codes for t in targets]
     embs = model.embed_many(codes)
+    scored = model.score_many(query.codes, e_q, codes, embs)
+    posteriors: list[np.ndarray | None] = [None] * len(targets)
+    pmode = mode or model.cfg.decode_mode
+    if decode == "mea" and pmode in ("local", "semiglobal"):
+        from homalign.dp.posterior_batch import posteriors_many
+
+        g0 = scored[0][1]
+        posteriors = list(posteriors_many([S for S, _ in scored], g0.q_ins_open, g0.q_ins_ext,
+                                          [g.t_del_open for _, g in scored],
+                                          [g.t_del_ext for _, g in scored], mode=pmode)[0])
     out = []
-    for t, e_t, st, rank in zip(targets, embs, model.score_many(query.codes, e_q, codes, embs),
-                                scores, strict=True):
+    for t, e_t, st, P, rank in zip(targets, embs, scored, posteriors, scores, strict=True):
         aln = _decode_pair(model, query, t, e_q, e_t, None, decode=decode, mode=mode,
-                           threshold=threshold, scores=st)
+                           threshold=threshold, scores=st, posterior=P)
         if smeta.get("homology"):
             _add_homology(aln, smeta, float(rank))
         out.append(aln)
