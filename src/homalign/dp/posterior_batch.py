@@ -81,7 +81,6 @@ of query residues against gaps down the single column).
 from __future__ import annotations
 
 import math
-import platform
 from collections.abc import Sequence
 
 import numba
@@ -94,7 +93,7 @@ from numba.extending import intrinsic
 from homalign.dp.gaps import GapCosts
 from homalign.dp.modes import LOCAL, SEMIGLOBAL, mode_code
 from homalign.dp.posterior import forward_backward
-from homalign.dp.simd import transpose16
+from homalign.dp.simd import FTZ_DAZ, get_mxcsr, set_mxcsr, transpose16
 
 __all__ = ["GROUP_BYTES", "LANES", "POSTERIOR_TOLERANCE", "posteriors_many"]
 
@@ -110,8 +109,6 @@ _LN2 = math.log(2.0)
 _MAX_STEP = 120  # row steps stay within 2**+-120: every factor 2**-k is a normal float32
 _TOP_LIMIT = 2.0 ** _MAX_STEP  # a row maximum at or above: overflow (the per-pair path)
 _LOSS_LOG2 = -126.0  # log2 of the largest loss of one operation (results below 2**-126 flush)
-_FTZ_DAZ = 0x8040  # MXCSR: flush subnormal results to zero, treat subnormal inputs as zero
-_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
 # float32 exp (Cephes expf): exp(x) = p(r) 2**n, n = round(x / ln 2), r = x - n ln 2
 _LO = np.float32(-87.33)  # below: exp(x) < 1.01 * 2**-126, taken as 0 (n >= -126 above)
@@ -383,42 +380,6 @@ def _bw16(typingctx, F, W, lens, j0, fn, en, mn_, in_, mc, ic, cdo, sto, pf, oad
 
 
 @intrinsic
-def _get_mxcsr(typingctx):  # noqa: ANN001, ANN201, ARG001
-    """The x86 MXCSR register (0 elsewhere)."""
-
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
-        if not _X86:
-            return ir.Constant(_i32, 0)
-        i8p = ir.IntType(8).as_pointer()
-        slot = cgutils.alloca_once(builder, _i32)
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p]), "llvm.x86.sse.stmxcsr")
-        builder.call(fn, [builder.bitcast(slot, i8p)])
-        return builder.load(slot)
-
-    return types.uint32(), codegen
-
-
-@intrinsic
-def _set_mxcsr(typingctx, value):  # noqa: ANN001, ANN201, ARG001
-    """Load the x86 MXCSR register (nothing elsewhere)."""
-    if value != types.uint32:
-        return None
-
-    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
-        if _X86:
-            i8p = ir.IntType(8).as_pointer()
-            slot = cgutils.alloca_once(builder, _i32)
-            builder.store(args[0], slot)
-            fn = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(ir.VoidType(), [i8p]), "llvm.x86.sse.ldmxcsr")
-            builder.call(fn, [builder.bitcast(slot, i8p)])
-        return context.get_dummy_value()
-
-    return types.void(types.uint32), codegen
-
-
-@intrinsic
 def _f32_bits(typingctx, x):  # noqa: ANN001, ANN201, ARG001
     """The bits of a float32 as an int32."""
     if x != types.float32:
@@ -505,8 +466,8 @@ def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, logz, status
     # subnormal arithmetic costs ~100 cycles per instruction on x86 and the DP's tails hit it
     # all the time: flush to zero (the error bound counts 2**-126 per operation); every
     # allocation is above, so nothing raises before the register is restored
-    mxcsr = _get_mxcsr()
-    _set_mxcsr(np.uint32(mxcsr | _FTZ_DAZ))
+    mxcsr = get_mxcsr()
+    set_mxcsr(np.uint32(mxcsr | FTZ_DAZ))
 
     # ---- row 0: begin weights (semiglobal: in m, with the D chain from them)
     for q in range(rs):
@@ -644,7 +605,7 @@ def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, logz, status
             W[STO + _INV * LANES + u] = _pow2(-k)
             W[STO + _EW * LANES + u] = _pow2(-H[u])
 
-    _set_mxcsr(mxcsr)
+    set_mxcsr(mxcsr)
     log_tol = math.log(POSTERIOR_TOLERANCE)
     for u in range(LANES):
         lz = math.log(acc[u]) + E[u] * _LN2
