@@ -32,7 +32,8 @@ Conventions:
 * I-D adjacency is allowed (a gap in one sequence may directly follow one in the other).
 
 Posteriors (forward-backward over the same model and alignments), the log partition function and
-maximum-accuracy (MAC) decoding are in :mod:`homalign.dp.posterior`.
+maximum-accuracy (MAC) decoding are in :mod:`homalign.dp.posterior`; the posteriors of one query
+against many targets, 16 at a time, in :mod:`homalign.dp.posterior_batch`.
 """
 
 from homalign.dp.batch import align_batch
