@@ -1,7 +1,7 @@
 """Many alignments at once: :func:`align_batch`, a numba ``prange`` over pairs.
 
-The score matrices go in as a typed list (no copy) and the gap vectors are packed into flat
-buffers with offsets, so one compiled, parallel call handles pairs of any shapes; each pair runs
+The score matrices and gap vectors are packed into flat buffers with offsets, so one compiled,
+parallel call handles pairs of any shapes; each pair runs
 the same kernels as :func:`align` / :func:`align_score`, so the results are identical. Threads:
 ``NUMBA_NUM_THREADS`` (or ``numba.set_num_threads``).
 
@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numba import njit, prange
-from numba.typed import List
 
 from homalign.dp import pairwise
 from homalign.dp.checkpoint import align_checkpointed
@@ -34,14 +33,17 @@ __all__ = ["align_batch"]
 
 @njit(cache=True, parallel=True)
 def _batch_kernel(  # noqa: ANN201, PLR0913
-    mats, lqs, lts, vecs, v_off, kind, cparams, mode, trace, ops, o_off, scores, meta
+    flat, m_off, lqs, lts, vecs, v_off, kind, cparams, mode, trace, ops, o_off, scores, meta
 ):  # noqa: ANN001
-    """Align pair k for every k in parallel; fill scores[k] and meta[k] = (n_ops, si, sj)."""
+    """Align pair k for every k with ``kind[k] >= 0`` in parallel (its S is
+    ``flat[m_off[k]:m_off[k] + lq * lt]``); fill scores[k] and meta[k] = (n_ops, si, sj)."""
     n = lqs.shape[0]
     for k in prange(n):
+        if kind[k] < 0:
+            continue  # scored by a lane kernel or the checkpointed path
         lq = lqs[k]
         lt = lts[k]
-        S = mats[np.int64(k)]
+        S = flat[m_off[k]:m_off[k] + lq * lt].reshape((lq, lt))
         qio = vecs[0][v_off[k, 0]:v_off[k, 0] + lq]
         qie = vecs[1][v_off[k, 0]:v_off[k, 0] + lq]
         tio = vecs[2][v_off[k, 1]:v_off[k, 1] + lt + 1]
@@ -50,9 +52,7 @@ def _batch_kernel(  # noqa: ANN201, PLR0913
         tde = vecs[5][v_off[k, 2]:v_off[k, 2] + lt]
         qdo = vecs[6][v_off[k, 3]:v_off[k, 3] + lq + 1]
         qde = vecs[7][v_off[k, 3]:v_off[k, 3] + lq + 1]
-        if kind[k] < 0:
-            pass  # scored by the lane kernel
-        elif trace:
+        if trace:
             dirs = np.empty((lq + 1, lt + 1), np.uint8)
             sc, ei, ej, es = gotoh(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode, dirs)
             nops, si, sj = traceback(dirs, ei, ej, es, ops[o_off[k]:o_off[k] + lq + lt])
@@ -199,9 +199,18 @@ def align_batch(
         kind[big] = -1  # checkpointed kernel, one at a time, below
         tconsts = [g.constant_costs() for g in gaps]
         kind[trace_lanes(mats, lqs, lts, vecs, v_off, code, tconsts, ops, o_off, scores, meta)] = -1
-    if (kind >= 0).any():
+    rest = np.flatnonzero(kind >= 0)
+    if len(rest):
+        # the per-pair kernels' matrices packed into one buffer (a numba typed list of them
+        # costs ~0.35 s of compilation in every new process)
+        cells = lqs[rest] * lts[rest]
+        m_off = np.zeros(n, dtype=np.int64)
+        m_off[rest] = _offsets(cells)
+        flat = np.empty(int(cells.sum()), dtype=np.float32)
+        for k, a, c in zip(rest.tolist(), m_off[rest].tolist(), cells.tolist(), strict=True):
+            flat[a:a + c] = mats[k].reshape(-1)
         _batch_kernel(
-            List(mats), lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
+            flat, m_off, lqs, lts, vecs, v_off, kind, cparams, code, not score_only,
             ops, o_off, scores, meta,
         )
     if score_only:

@@ -229,12 +229,13 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
                  threshold: float | None, homologs: Any = None,
                  max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
                  scores: tuple[np.ndarray, Any] | None = None,
-                 posterior: np.ndarray | None = None) -> Alignment:
+                 posterior: np.ndarray | None = None, mea: Any = None,
+                 local: float | None = None) -> Alignment:
     """The aligner's alignment of one pair from its embeddings: MEA of the posteriors (through
     the homologues' consistency transform when ``homologs`` is given) or the best path;
     ``score`` is the local best-path score of the learned S. ``scores``: the pair's
-    ``score_embedded`` (S, gaps), and ``posterior`` its posterior matrix in ``mode``, when
-    already computed."""
+    ``score_embedded`` (S, gaps), ``posterior`` its posterior matrix in ``mode``, ``mea`` the
+    MEA path of that posterior and ``local`` the local score, when already computed."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
     from homalign.model.decode import mea_align, posterior_matrix
@@ -255,14 +256,15 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
                 from homalign.model.consistency import CONSISTENCY_THRESHOLD
 
                 threshold = CONSISTENCY_THRESHOLD
-        res = mea_align(P, cfg.mea_threshold if threshold is None else float(threshold))
-        pairs = res.pairs
+        if mea is None or homologs is not None:
+            mea = mea_align(P, cfg.mea_threshold if threshold is None else float(threshold))
+        pairs = mea.pairs
         extra["expected_correct"] = float(P[pairs[:, 0], pairs[:, 1]].sum()) if len(pairs) else 0.0
     elif decode == "viterbi":
         pairs = dp_align(S, gaps, mode=mode).pairs
     else:
         raise ValueError(f"unknown decode {decode!r}; expected 'mea' or 'viterbi'")
-    local = float(align_score(S, gaps, mode="local"))
+    local = float(align_score(S, gaps, mode="local")) if local is None else float(local)
     aln = Alignment(query_id=query.id, target_id=target.id, query=query.residues,
                     target=target.residues, pairs=pairs, score=local, method="learned")
     aln.extra.update(extra)
@@ -285,25 +287,37 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
                                 mode=mode, **options) for t in targets]
     if not targets:
         return []
+    from homalign.dp.batch import align_batch
+
     model, _meta = _model(ALIGN_WEIGHTS)
     e_q = model.embed(query.codes)
     _smodel, smeta = _model(SEARCH_WEIGHTS)
     codes = [t.codes for t in targets]
     embs = model.embed_many(codes)
     scored = model.score_many(query.codes, e_q, codes, embs)
-    posteriors: list[np.ndarray | None] = [None] * len(targets)
+    n = len(targets)
+    posteriors: list[np.ndarray | None] = [None] * n
+    paths: list[Any] = [None] * n
     pmode = mode or model.cfg.decode_mode
     if decode == "mea" and pmode in ("local", "semiglobal"):
+        from homalign.dp import GapCosts
         from homalign.dp.posterior_batch import posteriors_many
 
         g0 = scored[0][1]
         posteriors = list(posteriors_many([S for S, _ in scored], g0.q_ins_open, g0.q_ins_ext,
                                           [g.t_del_open for _, g in scored],
                                           [g.t_del_ext for _, g in scored], mode=pmode)[0])
+        # MEA paths (mac_align: sum of P - threshold, gaps free, local) in one lane batch
+        cut = np.float32(model.cfg.mea_threshold if threshold is None else float(threshold))
+        paths = align_batch([np.asarray(P, dtype=np.float32) - cut for P in posteriors],
+                            [GapCosts.zeros(*P.shape) for P in posteriors], mode="local")
+    local = align_batch([S for S, _ in scored], [g for _, g in scored], mode="local",
+                        score_only=True)
     out = []
-    for t, e_t, st, P, rank in zip(targets, embs, scored, posteriors, scores, strict=True):
+    for t, e_t, st, P, path, sc, rank in zip(targets, embs, scored, posteriors, paths, local,
+                                             scores, strict=True):
         aln = _decode_pair(model, query, t, e_q, e_t, None, decode=decode, mode=mode,
-                           threshold=threshold, scores=st, posterior=P)
+                           threshold=threshold, scores=st, posterior=P, mea=path, local=sc)
         if smeta.get("homology"):
             _add_homology(aln, smeta, float(rank))
         out.append(aln)
