@@ -36,15 +36,20 @@ MAX_CELL_SCORE = 60.0
 
 
 def _scores_product(A: np.ndarray, E: np.ndarray, starts: np.ndarray,
-                    lengths: np.ndarray) -> np.ndarray:
-    """``A @ E.T`` (Lq, N): one BLAS product per target, on one BLAS thread, so that a target's
-    block depends on that pair alone, never on the batch around it or the thread count (one
-    product over the packed batch would round a column by where it falls in the BLAS's tiles).
-    Twice as fast as a compiled fixed-order dot-product loop on one core."""
+                    lengths: np.ndarray, exp: bool = False) -> np.ndarray:
+    """``A @ E.T`` (Lq, N), or its ``exp`` when ``exp``: one BLAS product per target, on one BLAS
+    thread, so that a target's block depends on that pair alone, never on the batch around it or
+    the thread count (one product over the packed batch would round a column by where it falls
+    in the BLAS's tiles). Twice as fast as a compiled fixed-order dot-product loop on one core.
+    numpy's ``exp`` of each block right after its product, while it is in cache, saves a fifth of
+    the time of one ``exp`` over the whole matrix afterwards (the same values)."""
     out = np.empty((A.shape[0], E.shape[0]), dtype=np.float32)
     with one_blas_thread():
         for s, n in zip(starts.tolist(), lengths.tolist(), strict=True):
-            np.matmul(A, E[s:s + n].T, out=out[:, s:s + n])
+            block = out[:, s:s + n]
+            np.matmul(A, E[s:s + n].T, out=block)
+            if exp:
+                np.exp(block, out=block)
     return out
 
 
@@ -133,18 +138,19 @@ class RankingModel:
         # exp(S) = exp(A E^T) * exp(profile)[i, code_j]: one matrix product, one exp, a lookup
         E = np.ascontiguousarray(embeddings, dtype=np.float32)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
-        S_np = _scores_product(q.A, E, starts, lengths)                      # (Lq, N)
         # a target whose cells might overflow float32 (bilinear term + the best residue score
         # above MAX_CELL_SCORE) goes to the float64 reference; Cauchy-Schwarz spares the scan
         top = max(float(q.profile.max()), 0.0)
         bound = float(np.linalg.norm(q.A, axis=1).max() * np.sqrt(
             np.einsum("ij,ij->i", E, E).max())) + top
         risky = np.zeros(len(lengths), dtype=bool)
+        # numpy's exp: one thread, the same rounding at any --threads
+        S_np = _scores_product(q.A, E, starts, lengths, exp=bound <= MAX_CELL_SCORE)  # (Lq, N)
         if bound > MAX_CELL_SCORE:
             risky = np.maximum.reduceat(S_np.max(axis=0), starts) + top > MAX_CELL_SCORE
             if risky.any():
                 S_np[:, np.repeat(risky, lengths)] = 0.0
-        np.exp(S_np, out=S_np)  # numpy's: one thread, the same rounding at any --threads
+            np.exp(S_np, out=S_np)
         o, x = self.gap_costs(E)
         out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x, codes,
                                   np.exp(q.profile))
