@@ -352,6 +352,50 @@ def _cached_posterior(model: Any, mode: str, a: Sequence, e_a: Any, b: Sequence,
     return P
 
 
+def _cached_posteriors(model: Any, mode: str, a: Sequence, e_a: Any, bs: list[Sequence],
+                       embedded: dict[str, Any]) -> list[np.ndarray]:
+    """:func:`_cached_posterior` of ``a`` against each of ``bs``: the ones not cached are
+    computed together, their embeddings in one packed call (kept in ``embedded`` by residues
+    for the caller's next call) and, in local or semiglobal mode, their posteriors 16 targets at
+    a time (:func:`homalign.dp.posterior_batch.posteriors_many`)."""
+    out: list[np.ndarray | None] = []
+    missing: list[int] = []
+    for k, b in enumerate(bs):
+        P = _POSTERIOR_CACHE.get((id(model), mode, a.residues, b.residues))
+        if P is not None:
+            _POSTERIOR_CACHE.move_to_end((id(model), mode, a.residues, b.residues))
+        else:
+            missing.append(k)
+        out.append(P)
+    if not missing:
+        return out  # type: ignore[return-value]
+    new = [bs[k] for k in missing if bs[k].residues not in embedded]
+    if new:
+        for b, e in zip(new, model.embed_many([b.codes for b in new]), strict=True):
+            embedded[b.residues] = e
+    if mode not in ("local", "semiglobal"):
+        for k in missing:
+            out[k] = _cached_posterior(model, mode, a, e_a, bs[k], embedded[bs[k].residues])
+        return out  # type: ignore[return-value]
+    from homalign.dp.posterior_batch import posteriors_many
+
+    scored = model.score_many(a.codes, e_a, [bs[k].codes for k in missing],
+                              [embedded[bs[k].residues] for k in missing])
+    g0 = scored[0][1]
+    Ps = posteriors_many([S for S, _ in scored], g0.q_ins_open, g0.q_ins_ext,
+                         [g.t_del_open for _, g in scored], [g.t_del_ext for _, g in scored],
+                         mode=mode)[0]
+    for k, P in zip(missing, Ps, strict=True):
+        P = np.asarray(P, dtype=np.float32)
+        _POSTERIOR_CACHE[(id(model), mode, a.residues, bs[k].residues)] = P
+        out[k] = P
+    total = sum(v.nbytes for v in _POSTERIOR_CACHE.values())
+    while total > _POSTERIOR_CACHE_BYTES and len(_POSTERIOR_CACHE) > 1:
+        _, old = _POSTERIOR_CACHE.popitem(last=False)
+        total -= old.nbytes
+    return out  # type: ignore[return-value]
+
+
 def consistent_posterior(model: Any, query: Sequence, target: Sequence, db: Any, *,
                          mode: str | None = None, max_homologs: int = MAX_HOMOLOGS,
                          evalue: float = HOMOLOG_EVALUE, P: np.ndarray | None = None,
@@ -374,12 +418,11 @@ def consistent_posterior(model: Any, query: Sequence, target: Sequence, db: Any,
               + find_homologs(target, db, max_homologs, evalue)):
         if all(z.residues != w.residues for w in inter):
             inter.append(z)
-    through = []
-    for z in inter:
-        P_xz = _cached_posterior(model, mode, query, e_q, z, None)
-        # P(z ~ y) as the transpose of P(y ~ z): the same cache entry serves y's other pairs
-        P_zy = _cached_posterior(model, mode, target, e_t, z, None).T
-        through.append((P_xz, P_zy))
+    embedded: dict[str, Any] = {}
+    P_xz = _cached_posteriors(model, mode, query, e_q, inter, embedded)
+    # P(z ~ y) as the transpose of P(y ~ z): the same cache entries serve y's other pairs
+    P_yz = _cached_posteriors(model, mode, target, e_t, inter, embedded)
+    through = [(a, b.T) for a, b in zip(P_xz, P_yz, strict=True)]
     return consistency_transform(P, through), inter
 
 
