@@ -33,7 +33,9 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
   pairs alone, whose matrices stay in cache (homalign reads a float32 matrix per pair where
   parasail reads two sequences: on 100 pairs the matrices come from DRAM), and
   ``dp.lanes.score_local_codes``, which like parasail takes the sequences (codes) and the
-  matrix;
+  matrix: its int16 kernel (dp.lanes_int16, 32 lanes) and the float32 kernel it replaced
+  (``score_local_codes_float32``, 16 lanes), on the same pairs and on the first query against
+  all the targets (one query x 100 targets, parasail likewise), scores checked equal;
 * the learned search's batched forward (``local_forward_batch``, the 16-lane kernel and the
   scalar ``scalar=True`` reference) on one 233-residue query against 150 targets of 150-320
   residues, log-partitions checked equal to 1e-6.
@@ -63,7 +65,7 @@ from Bio.Align import substitution_matrices
 from homalign.dp import GapCosts, align, align_batch, align_score, trace_lanes
 from homalign.dp.checkpoint import align_checkpointed, block_rows
 from homalign.dp.forward_batch import local_forward_batch
-from homalign.dp.lanes import score_local_codes
+from homalign.dp.lanes import score_local_codes, score_local_codes_float32
 from homalign.dp.pairwise import TRACE_LIMIT_BYTES
 from homalign.dp.posterior import posterior_matrix
 from homalign.dp.posterior_batch import posteriors_many
@@ -260,6 +262,12 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
     qcodes = [np.array([AA.index(c) for c in q]) for q, _ in pairs]
     tcodes = [np.array([AA.index(c) for c in t]) for _, t in pairs]
     assert [float(x) for x in score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)] == ref
+    assert [float(x) for x in score_local_codes_float32(qcodes, tcodes, sub, 11.0, 1.0)] == ref
+    one_q = [qcodes[0]] * n  # one query against all the targets (the database-search layout)
+    one_pairs = [(pairs[0][0], t) for _, t in pairs]
+    ref_one = score_local_codes_float32(one_q, tcodes, sub, 11.0, 1.0)
+    assert np.array_equal(score_local_codes(one_q, tcodes, sub, 11.0, 1.0), ref_one)
+    assert float(ref_one[1]) == align_score(scores(sub, *one_pairs[1]), gl[1], "local")
     out = []
     old = numba.get_num_threads()
     reps = max(3, args.reps // 3)
@@ -286,8 +294,16 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                          lambda: align_batch(mats, gps, "local", False)))
             runs.append(("homalign align_batch traceback, per-pair kernel (before)",
                          lambda: per_pair_trace(mats, gl)))
-            runs.append(("homalign dp.lanes.score_local_codes (codes + matrix)",
+            runs.append(("homalign dp.lanes.score_local_codes (codes + matrix; int16 kernel, "
+                         "dp.lanes_int16)",
                          lambda: score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)))
+            runs.append(("homalign dp.lanes.score_local_codes_float32 (codes + matrix; float32 "
+                         "kernel, before)",
+                         lambda: score_local_codes_float32(qcodes, tcodes, sub, 11.0, 1.0)))
+            runs.append((f"homalign dp.lanes.score_local_codes (int16), one query x {n} targets",
+                         lambda: score_local_codes(one_q, tcodes, sub, 11.0, 1.0)))
+            runs.append((f"homalign dp.lanes.score_local_codes_float32, one query x {n} targets",
+                         lambda: score_local_codes_float32(one_q, tcodes, sub, 11.0, 1.0)))
             assert align_batch(mats, gl, "local", True) == ref
             if parasail is not None:
                 def one(qt: tuple[str, str]) -> int:
@@ -298,12 +314,15 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                     return r.score, r.cigar.decode
 
                 assert [one(p) for p in pairs] == ref, "parasail disagrees"
+                assert [one(p) for p in one_pairs] == list(ref_one), "parasail disagrees"
                 assert [one_trace(p)[0] for p in pairs] == ref, "parasail traceback disagrees"
                 assert [r.score for r in align_batch(mats, gl, "local", False)] == ref
                 if th == 1:
                     runs.append(("parasail sw_striped_16", lambda: [one(p) for p in pairs]))
                     runs.append(("parasail sw_trace_striped_16 (+ CIGAR)",
                                  lambda: [one_trace(p) for p in pairs]))
+                    runs.append((f"parasail sw_striped_16, one query x {n} targets",
+                                 lambda: [one(p) for p in one_pairs]))
                 else:
                     pool = ThreadPoolExecutor(th)
                     chunk = max(1, n // (4 * th))
@@ -312,6 +331,9 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                     runs.append(("parasail sw_trace_striped_16 (+ CIGAR)",
                                  lambda pool=pool, chunk=chunk: list(
                                      pool.map(one_trace, pairs, chunksize=chunk))))
+                    runs.append((f"parasail sw_striped_16, one query x {n} targets",
+                                 lambda pool=pool, chunk=chunk: list(
+                                     pool.map(one, one_pairs, chunksize=chunk))))
             base = None
             for name, fn in runs:
                 t = timed(fn, reps)

@@ -289,19 +289,23 @@ def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(prote
 
 @pytest.mark.parametrize("matrix,go,ge", [("BLOSUM62", 11, 1), ("BLOSUM45", 15, 2),
                                           ("PAM250", 10, 1), ("BLOSUM62", 0, 1)])
-def test_pyopal_scores_equal_the_numba_kernel(proteins, matrix: str, go: int, ge: int) -> None:
-    from homalign.search.sw_scores import sw_scores
+def test_pyopal_and_lane_scores_equal_the_numba_kernel(proteins, matrix: str, go: int,
+                                                       ge: int) -> None:
+    from homalign.search.sw_scores import _opal_scores, _sw_many, query_profile, sw_scores
 
     db = SequenceDB.from_sequences(proteins)
     targets = np.array([5, 0, 17, 3, len(db) - 1, 3])
     for q in (proteins[0], proteins[-1], proteins[7]):
-        ref = sw_scores(q.codes, db.codes, db.offsets, targets, matrix=matrix, gap_open=go,
-                        gap_extend=ge)
-        got = sw_scores(q.codes, db.codes, db.offsets, targets, matrix=matrix, gap_open=go,
-                        gap_extend=ge, db=db)
-        np.testing.assert_array_equal(got, ref)
+        ref = _sw_many(query_profile(q.codes, matrix), db.codes, db.offsets, targets,
+                       np.float32(go + ge), np.float32(ge))
+        lanes = sw_scores(q.codes, db.codes, db.offsets, targets, matrix=matrix, gap_open=go,
+                          gap_extend=ge, db=db)  # int16 lanes on AVX-512BW, else pyopal
+        opal = _opal_scores(q.codes, db, targets, matrix, go, ge)
+        np.testing.assert_array_equal(lanes, ref)
+        np.testing.assert_array_equal(opal, ref)
     assert len(sw_scores(proteins[0].codes, db.codes, db.offsets, np.zeros(0, int),
                          db=db)) == 0
+    assert len(_opal_scores(proteins[0].codes, db, np.zeros(0, int), "BLOSUM62", 11, 1)) == 0
 
 
 def test_batches_are_whole_groups_within_the_budget() -> None:
@@ -341,10 +345,10 @@ def test_pyopal_scores_are_the_same_on_one_and_two_threads_with_a_kept_pool(prot
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = mod.sw_scores(q.codes, db.codes, db.offsets, targets, db=db)
+        one = mod._opal_scores(q.codes, db, targets, "BLOSUM62", 11, 1)
         numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        two = mod.sw_scores(q.codes, db.codes, db.offsets, targets, db=db)
-        again = mod.sw_scores(q.codes, db.codes, db.offsets, targets, db=db)
+        two = mod._opal_scores(q.codes, db, targets, "BLOSUM62", 11, 1)
+        again = mod._opal_scores(q.codes, db, targets, "BLOSUM62", 11, 1)
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(one, two)

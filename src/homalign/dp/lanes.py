@@ -15,16 +15,26 @@ order as :func:`homalign.dp.kernels.score_constant` / ``score_general`` (max is 
 scores are bit-identical to them, hence to ``gotoh`` and ``score_integral``, whatever the other
 lanes hold. Conditions (checked by the caller): local mode, and all eight gap vectors >= 0 or
 constant costs with go >= ge >= 0.
+
+Code sequences and a plain substitution matrix (:func:`score_local_codes`, the scores looked up
+in registers rather than read from per-pair matrices): the float32 kernel ``_group_codes``
+(:func:`score_local_codes_float32`), and, for an integer-valued matrix and gap costs on an
+AVX-512BW host, the int16 kernel of :mod:`homalign.dp.lanes_int16` (32 pairs a vector), whose
+saturated pairs ``_group_codes`` recomputes: the same scores, float32, either way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numba import njit, prange
 
+from homalign.dp import lanes_int16
 from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at
 
-__all__ = ["LANES", "score_local_codes", "score_local_lanes"]
+__all__ = ["LANES", "float_scores", "pack_codes", "score_local_codes", "score_local_codes_float32",
+           "score_local_lanes", "validate_codes_args"]
 
 LANES = 16
 NEG = np.float32(-np.inf)
@@ -302,50 +312,106 @@ def _run_codes(table, qc, qo, ql_, tc, to, tl, order, go_i, ge_i, go_d, ge_d, sc
             scores[idx[u]] = o[u]
 
 
-def score_local_codes(queries, targets, matrix: np.ndarray, gap_open: float = 11.0,
-                      gap_extend: float = 1.0, *, first_gap: float | None = None) -> np.ndarray:
-    """Local (Smith-Waterman) scores of the pairs ``(queries[k], targets[k])`` of integer code
-    sequences under a plain substitution ``matrix`` (K x K, K < 32) and uniform gaps (BLAST
-    convention: a gap of length k costs ``open + k * extend``), float32, 16 pairs at a time.
-    Each lane's scores come from its query residue's row of the matrix, permuted by its target
-    codes in registers (:func:`homalign.dp.simd.lookup_lanes16`).
-
-    Equal, bit for bit, to ``align_score(matrix[q][:, t], GapCosts.uniform(..., gap_open,
-    gap_extend), "local")`` (tests check it): the same float32 operations on the same values. A
-    query may be repeated (one query against a database: pass it once per target).
-    ``first_gap``: the cost of a one-residue gap as the caller rounds it to float32 (default
-    ``float32(gap_open) + float32(gap_extend)``, as GapCosts.uniform forms it).
-    """
+def validate_codes_args(matrix: np.ndarray, n_queries: int, n_targets: int, gap_open: float,
+                        gap_extend: float, first_gap: float | None
+                        ) -> tuple[np.ndarray, np.float32, np.float32]:
+    """(M, go, ge) of :func:`score_local_codes`'s arguments: the float32 matrix and the float32
+    costs of a gap's first and each further residue; raises ValueError on bad input."""
     M = np.asarray(matrix, dtype=np.float32)
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] >= CODE_TABLE:
         raise ValueError(f"matrix must be square with fewer than {CODE_TABLE} rows")
     if not np.all(np.isfinite(M)):
         raise ValueError("matrix must be finite")
-    n = len(queries)
-    if len(targets) != n:
+    if n_targets != n_queries:
         raise ValueError("queries and targets differ in number")
     ge = np.float32(gap_extend)
     go = np.float32(np.float32(gap_open) + ge) if first_gap is None else np.float32(first_gap)
     if not (go >= ge >= 0):
         raise ValueError("gap costs must satisfy open + extend >= extend >= 0")
-    if n == 0:
-        return np.zeros(0, dtype=np.float32)
+    return M, go, ge
+
+
+def pack_codes(seqs: Sequence, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, offsets, lengths) of code sequences, concatenated as int32; every code must lie
+    in [0, K). A sequence passed as the same object every time (one query against many
+    targets) is stored once, all offsets 0."""
+    n = len(seqs)
+    if n > 1 and all(s is seqs[0] for s in seqs):
+        flat, _, lens = pack_codes(seqs[:1], K)
+        return flat, np.zeros(n, dtype=np.int64), np.full(n, lens[0], dtype=np.int64)
+    arrs = [s if type(s) is np.ndarray and s.ndim == 1 and s.dtype.kind in "iu"
+            else np.asarray(s, dtype=np.int64).reshape(-1) for s in seqs]
+    lens = np.fromiter(map(len, arrs), dtype=np.int64, count=n)
+    flat = np.concatenate(arrs) if lens.sum() else np.zeros(0, dtype=np.int64)
+    if flat.dtype.kind not in "iu":  # int64 and uint64 together: float64
+        flat = np.concatenate([a.astype(np.int64) for a in arrs])
+    if flat.size and (flat.min() < 0 or flat.max() >= K):
+        raise ValueError(f"codes must lie in [0, {K})")
+    offs = np.zeros(n, dtype=np.int64)
+    np.cumsum(lens[:-1], out=offs[1:])
+    return flat.astype(np.int32), offs, lens
+
+
+def float_scores(M: np.ndarray, go: np.float32, ge: np.float32, qc: np.ndarray, qo: np.ndarray,
+                 ql_: np.ndarray, tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
+                 which: np.ndarray | None = None) -> np.ndarray:
+    """float32 scores of the packed pairs (:func:`pack_codes`; all of them, or those of
+    ``which``, in that order) by the 16-lane float32 kernel."""
     K = M.shape[0]
     table = np.full((CODE_TABLE + 1) * CODE_TABLE, NEG, dtype=np.float32)
     table[:CODE_TABLE * CODE_TABLE].reshape(CODE_TABLE, CODE_TABLE)[:K, :K] = M
-
-    def packed(seqs):  # noqa: ANN001, ANN202
-        arrs = [np.asarray(s, dtype=np.int64).reshape(-1) for s in seqs]
-        lens = np.array([len(a) for a in arrs], dtype=np.int64)
-        flat = np.concatenate(arrs) if lens.sum() else np.zeros(0, dtype=np.int64)
-        if flat.size and (flat.min() < 0 or flat.max() >= K):
-            raise ValueError(f"codes must lie in [0, {K})")
-        offs = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-        return flat.astype(np.int32), offs, lens
-
-    qc, qo, ql_ = packed(queries)
-    tc, to, tl = packed(targets)
-    order = np.lexsort((ql_, tl)).astype(np.int64)
+    n = ql_.shape[0]
+    w = np.arange(n, dtype=np.int64) if which is None else np.asarray(which, dtype=np.int64)
+    order = w[np.lexsort((ql_[w], tl[w]))]
     scores = np.zeros(n, dtype=np.float32)
-    _run_codes(table, qc, qo, ql_, tc, to, tl, order, go, ge, go, ge, scores)
+    if order.size:
+        _run_codes(table, qc, qo, ql_, tc, to, tl, order, go, ge, go, ge, scores)
+    return scores[w]
+
+
+def score_local_codes_float32(queries: Sequence, targets: Sequence, matrix: np.ndarray,
+                              gap_open: float = 11.0, gap_extend: float = 1.0, *,
+                              first_gap: float | None = None) -> np.ndarray:
+    """:func:`score_local_codes` by the float32 16-lane kernel alone (whatever the inputs)."""
+    M, go, ge = validate_codes_args(matrix, len(queries), len(targets), gap_open, gap_extend,
+                                    first_gap)
+    if len(queries) == 0:
+        return np.zeros(0, dtype=np.float32)
+    K = M.shape[0]
+    return float_scores(M, go, ge, *pack_codes(queries, K), *pack_codes(targets, K))
+
+
+def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
+                      gap_open: float = 11.0, gap_extend: float = 1.0, *,
+                      first_gap: float | None = None) -> np.ndarray:
+    """Local (Smith-Waterman) scores of the pairs ``(queries[k], targets[k])`` of integer code
+    sequences under a plain substitution ``matrix`` (K x K, K < 32) and uniform gaps (BLAST
+    convention: a gap of length k costs ``open + k * extend``), float32.
+
+    Equal, bit for bit, to ``align_score(matrix[q][:, t], GapCosts.uniform(..., gap_open,
+    gap_extend), "local")`` (tests check it). A query may be repeated (one query against a
+    database: pass it once per target). ``first_gap``: the cost of a one-residue gap as the
+    caller rounds it to float32 (default ``float32(gap_open) + float32(gap_extend)``, as
+    GapCosts.uniform forms it).
+
+    Kernels: with an integer-valued matrix and gap costs on an AVX-512BW host, the int16 kernel
+    of :mod:`homalign.dp.lanes_int16` (32 pairs a vector; pairs that saturate int16 are
+    recomputed in float32); otherwise :func:`score_local_codes_float32`, 16 pairs at a time in
+    float32, each lane's scores its query residue's row of the matrix permuted by its target
+    codes in registers (:func:`homalign.dp.simd.lookup_lanes16`): the same float32 operations
+    on the same values as ``align_score``.
+    """
+    M, go, ge = validate_codes_args(matrix, len(queries), len(targets), gap_open, gap_extend,
+                                    first_gap)
+    if len(queries) == 0:
+        return np.zeros(0, dtype=np.float32)
+    K = M.shape[0]
+    packed = (*pack_codes(queries, K), *pack_codes(targets, K))
+    limit = lanes_int16.int16_limit(M, go, ge) if lanes_int16.AVAILABLE else None
+    if limit is None:
+        return float_scores(M, go, ge, *packed)
+    scores, sat = lanes_int16.int16_scores(M, go, ge, limit, *packed)
+    if sat.any():  # lanes that reached int16's limit: the float32 kernel, as parasail's sat
+        which = np.flatnonzero(sat)
+        scores[which] = float_scores(M, go, ge, *packed, which)
     return scores

@@ -1,7 +1,9 @@
 """Compiled score-only Smith–Waterman of one query against many packed database sequences.
 
-pyopal (Opal's SIMD database search) runs it for integer matrices and gap costs when the
-database object is given; the numba kernel here is the fallback and the reference.
+For integer matrices and gap costs, :func:`homalign.dp.lanes.score_local_codes` runs it on an
+AVX-512BW host (its int16 kernel, 32 targets a vector: 1.4x pyopal on the learned search's SW
+stage, the same scores), else pyopal (Opal's AVX2 database search) when the database object is
+given; the numba kernel here is the reference.
 
 The search engine's fast path for substitution-matrix local alignment (method ``sw``): no
 (Lq, Lt) score matrix or GapCosts object is built per target; a query profile (23, Lq) is looked
@@ -16,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from homalign.dp import lanes_int16
 from homalign.dp.lanes import CODE_TABLE, score_local_codes
 from homalign.matrices import substitution_matrix
 
@@ -137,20 +140,21 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
               gap_extend: float = 1.0, db=None) -> np.ndarray:  # noqa: ANN001
     """float32 local alignment scores of the query against ``targets`` (indices into offsets).
 
-    With ``db`` (the :class:`homalign.search.SequenceDB` that ``codes``/``offsets`` belong to)
-    and an integer-valued matrix and gap costs, pyopal (Opal's SIMD inter-sequence kernels)
-    computes them: the same integers (tests), about 5x faster on one core than the numba
-    kernel below. Otherwise :func:`homalign.dp.lanes.score_local_codes` (16 targets a lane
-    group) computes them, or, for negative gap costs, the numba kernel below (the reference).
+    :func:`homalign.dp.lanes.score_local_codes` computes them (int16, 32 targets a vector, for
+    an integer-valued matrix and gap costs on an AVX-512BW host; else float32, 16 a vector),
+    except that without AVX-512BW, with ``db`` (the :class:`homalign.search.SequenceDB` that
+    ``codes``/``offsets`` belong to) and integer costs, pyopal (Opal's AVX2 inter-sequence
+    kernels) does; for negative gap costs, the numba kernel below (the reference). The scores
+    are the same in every case (tests).
     """
-    if db is not None and _opal_usable(matrix, gap_open, gap_extend):
+    if (db is not None and not lanes_int16.AVAILABLE
+            and _opal_usable(matrix, gap_open, gap_extend)):
         return _opal_scores(query_codes, db, np.asarray(targets), matrix, gap_open, gap_extend)
     tg = np.ascontiguousarray(targets, dtype=np.int64)
     go, ge = np.float32(gap_open + gap_extend), np.float32(gap_extend)
     M = substitution_matrix(matrix)
     if go >= ge >= 0 and M.shape[0] < CODE_TABLE and np.all(np.isfinite(M)) and len(tg):
-        # the 16-lane kernel of homalign.dp.lanes: the same float32 operations on the same
-        # values as _sw_many (tests check the scores equal), several times faster
+        # homalign.dp.lanes' kernels (int16 or float32): the same scores as _sw_many (tests)
         q = np.asarray(query_codes)
         offs = np.asarray(offsets)
         return score_local_codes([q] * len(tg), [codes[offs[t]:offs[t + 1]] for t in tg], M,

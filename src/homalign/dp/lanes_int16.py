@@ -1,0 +1,524 @@
+"""Inter-sequence (SWIPE-style) score-only Smith-Waterman in int16: 32 pairs at a time, one per
+lane of a ``<32 x i16>`` vector (one AVX-512BW register), with saturation detection.
+
+The integer fast path of :func:`homalign.dp.lanes.score_local_codes` (the entry point: it checks
+and packs the inputs, runs :func:`int16_scores` when :func:`int16_limit` allows, and recomputes
+the saturated pairs with the float32 kernel): a plain substitution matrix (codes < 31) and
+uniform affine gaps, all integer-valued. ``go`` is the cost of a gap's first residue (BLAST
+convention: open + extend), ``ge`` of each further one.
+
+Layout: pairs sorted by target then query length, taken 32 at a time (``prange`` over the
+groups, short and long groups alternating). A group runs as one DP over its longest query
+(rows) and longest target (columns); each cell is a vector of 32 lanes, one pair per lane.
+ROWS (4) rows at a time sweep the columns: H of the row above and E of the block's first row
+come from two int16 buffers (32 per column) and go back once per column, the values of a
+column pass from row to row in registers, each row's diagonal H, F and the running best are
+carried along in registers; the loop is LLVM IR (numba intrinsics, as
+:mod:`homalign.dp.posterior_batch` writes its kernels). Per cell, with saturating arithmetic
+(``vpaddsw``, ``vpsubusw``, ``vpmaxsw``)::
+
+    m = H(i-1, j-1) + s          h = max(F, E, m)             G = max(h - go, 0)
+    E(i+1, j) = max(G, E - ge)    F(i, j+1) = max(G, F - ge)   best = max(best, h)
+
+(``E - ge`` etc. unsigned: clamped at 0). Scores ``s``: when every lane of a group holds the
+same query (one query against a database; found per group, by content) a row's scores at a
+column are one ``vpermw`` of the query residue's 32 matrix entries by the 32 targets' codes at
+that column (:func:`_sweep_shared`). Otherwise (independent pairs) each lane needs its own row
+of the matrix: one ``vpermi2w`` per lane pair, row and 16 columns looks two lanes up at once,
+four stages of two-source shuffles transpose the result into lane-major columns, 32 columns at
+a time, interleaved with the recurrences of the previous 32 columns (:func:`_block_pairs`).
+Columns past a lane's target and rows past its query use code 31, whose scores are -32768.
+
+Exactness: ``E`` and ``F`` held as ``max(E, 0)``, ``max(F, 0)`` make ``h = max(0, m, E, F)``,
+standard Smith-Waterman, whose best score is that of the float kernel's form (``m = max(H_diag,
+0) + s``, no clamp): the values the two differ in are <= 0 and gap costs are >= 0, so they
+never lead to a positive cell. Padded cells lie below or right of a lane's real cells (no path
+leads back) and score at most what their predecessors do. Every operation is exact while no
+sum reaches 32767: ``m >= -32768`` always (``H >= 0``; pads and scores below -32768 clamp to
+-32768 and then never beat 0), and a positive overflow needs a cell with ``H >= LIMIT = 32767
+- max(max score, 0)``, which the running best then holds. A lane whose best reaches LIMIT is
+*saturated*: its score is not used and the pair is recomputed by the float32 kernel, as
+parasail's ``sat`` functions recompute in wider lanes (under BLOSUM62 two identical random
+sequences stay below LIMIT up to about 5600 residues, 3000 tryptophans do not). A group stops
+early once all its lanes have saturated. Gap costs above 32767 act as 32767: such a gap costs
+more than a lane can score before it saturates.
+
+Requirements: AVX-512BW (``vpermw``, 512-bit int16 arithmetic) on the CPU numba compiles for
+(:data:`AVAILABLE`; a generic target, ``NUMBA_CPU_NAME=generic``, has none); elsewhere, and for
+non-integer matrices or gap costs, :func:`homalign.dp.lanes.score_local_codes` runs the float32
+kernel alone.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llb
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["AVAILABLE", "LANES16", "TABLE16", "int16_limit", "int16_scores"]
+
+LANES16 = 32  # int16 lanes of one 512-bit vector
+TABLE16 = 32  # table entries per matrix row (one vpermw): codes < 31 (lanes.CODE_TABLE)
+PAD = TABLE16 - 1  # the code of padded rows and columns: scores -32768
+I16_MIN = -32768
+I16_MAX = 32767
+ROWS = 4  # rows per sweep of a group's columns (the rows' carried values fit the registers)
+_CHECK_BLOCKS = 16  # a group checks every so many sweeps whether all its lanes have saturated
+
+
+def _host_has_avx512bw() -> bool:
+    if numba.config.CPU_NAME not in (None, "host"):  # a generic target: no x86 intrinsics
+        return False
+    try:
+        f = llb.get_host_cpu_features()
+        return bool(f.get("avx512f", False) and f.get("avx512bw", False))
+    except Exception:  # noqa: BLE001 - no feature query (non-x86): the float path
+        return False
+
+
+#: whether the int16 kernel can run here (else score_local_codes runs the float32 kernel)
+AVAILABLE = _host_has_avx512bw()
+
+_i16 = ir.IntType(16)
+_i32 = ir.IntType(32)
+_i64 = ir.IntType(64)
+_V = ir.VectorType(_i16, LANES16)
+_VI = ir.VectorType(_i32, LANES16)
+
+
+def _data(context, builder, ty, val):  # noqa: ANN001, ANN202
+    return context.make_array(ty)(context, builder, val).data
+
+
+def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
+    """The <32 x i16> at element offset ``off`` (i64) of the int16 pointer ``ptr``."""
+    return builder.load(builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=2)
+
+
+def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
+    builder.store(val, builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=2)
+
+
+def _splat(builder, x):  # noqa: ANN001, ANN202
+    """<32 x i16> of the int64 value ``x`` (truncated)."""
+    undef = ir.Constant(_V, ir.Undefined)
+    v = builder.insert_element(undef, builder.trunc(x, _i16), ir.Constant(_i32, 0))
+    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES16))
+
+
+def _fn(builder, name, nargs):  # noqa: ANN001, ANN202
+    """The LLVM intrinsic ``name`` on <32 x i16> operands."""
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V, [_V] * nargs),
+                                          name)
+
+
+def _permw(builder, table, idx):  # noqa: ANN001, ANN202
+    """``vpermw``: element e of the result is ``table[idx[e] & 31]``."""
+    return builder.call(_fn(builder, "llvm.x86.avx512.permvar.hi.512", 2), [table, idx])
+
+
+class _Dp:
+    """Emits the recurrences of one column of ROWS rows (shared by the kernels)."""
+
+    def __init__(self, builder, go_, ge_):  # noqa: ANN001
+        self.b = builder
+        self.gov = _splat(builder, go_)
+        self.gev = _splat(builder, ge_)
+        self.adds = _fn(builder, "llvm.sadd.sat.v32i16", 2)
+        self.subus = _fn(builder, "llvm.usub.sat.v32i16", 2)
+        self.smax = _fn(builder, "llvm.smax.v32i16", 2)
+
+    def mx(self, x, y):  # noqa: ANN001, ANN201
+        return self.b.call(self.smax, [x, y])
+
+    def column(self, hp, ep, off, scores, hd, f, best):  # noqa: ANN001, ANN201, PLR0913
+        """Column at element offset ``off`` of the H / E buffers; ``scores[r]()``: row r's score
+        vector; (hd, f): per row; returns the new (hd, f, best)."""
+        b = self.b
+        hup = _vload(b, hp, off)
+        e = _vload(b, ep, off)
+        hd_n, f_n, hs = [], [], []
+        for r in range(ROWS):
+            m = b.call(self.adds, [hd[r], scores[r]()])
+            hd_n.append(hup)
+            h = self.mx(f[r], self.mx(m, e))  # >= 0: E and F are (unsigned saturation)
+            g = b.call(self.subus, [h, self.gov])
+            e = self.mx(g, b.call(self.subus, [e, self.gev]))
+            f_n.append(self.mx(g, b.call(self.subus, [f[r], self.gev])))
+            hs.append(h)
+            hup = h
+        _vstore(b, hup, hp, off)
+        _vstore(b, e, ep, off)
+        while len(hs) > 1:  # the running best: a tree over the rows, then one max
+            hs = [self.mx(hs[k], hs[k + 1]) if k + 1 < len(hs) else hs[k]
+                  for k in range(0, len(hs), 2)]
+        return hd_n, f_n, self.mx(best, hs[0])
+
+
+@intrinsic
+def _sweep_shared(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: ANN001, ANN201, ARG001
+    """ROWS rows over columns 0 .. T-1, every lane the same query residue in a row: the score of
+    row r at column j is ``tab[roffs[r] + c]`` with ``c`` the lane's target code ``tv[32 j +
+    lane]`` (one ``vpermw`` of the row's 32 table entries by the column's code vector).
+
+    ``hb``, ``eb``: H of the row above and E of the first row (int16, 32 per column; read, then
+    written for the next call), ``tv``: the lane-major target codes (int16), ``tab``: the int16
+    table (32 per row), ``roffs``: the rows' table offsets (int64 (ROWS,)), ``t``: columns
+    (> 0), ``go``/``ge``: int64 gap costs (<= 32767), ``st``: the running best (int16 (32,),
+    read and written). One loop in IR; the values of a column pass from row to row in registers.
+    """
+    sig = types.void(hb, eb, tv, tab, roffs, t, go, ge, st)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        hb_, eb_, tv_, tab_, roffs_, t_, go_, ge_, st_ = args
+        tys = signature.args
+        b = builder
+        i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+        hp, ep, tvp, tabp, rp, stp = (_data(context, b, tys[k], v) for k, v in (
+            (0, hb_), (1, eb_), (2, tv_), (3, tab_), (4, roffs_), (8, st_)))
+        rows = [_vload(b, tabp, b.load(b.gep(rp, [i64(r)]))) for r in range(ROWS)]
+        dp = _Dp(b, go_, ge_)
+        zero = ir.Constant(_V, [0] * LANES16)
+        best0 = _vload(b, stp, i64(0))
+        pre = b.block
+        loop = b.append_basic_block("s16.loop")
+        done = b.append_basic_block("s16.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        j = b.phi(_i64)
+        hd = [b.phi(_V) for _ in range(ROWS)]  # H(i-1, j-1) of each row
+        f = [b.phi(_V) for _ in range(ROWS)]  # F(i, j) of each row
+        best = b.phi(_V)
+        off = b.mul(j, i64(LANES16))
+        codes = _vload(b, tvp, off)
+        hd_n, f_n, bestn = dp.column(hp, ep, off, [lambda r=r: _permw(b, rows[r], codes)
+                                                   for r in range(ROWS)], hd, f, best)
+        jn = b.add(j, i64(1))
+        end = b.block
+        b.cbranch(b.icmp_signed("<", jn, t_), loop, done)
+        j.add_incoming(i64(0), pre)
+        j.add_incoming(jn, end)
+        for r in range(ROWS):
+            for phi, v1 in ((hd[r], hd_n[r]), (f[r], f_n[r])):
+                phi.add_incoming(zero, pre)
+                phi.add_incoming(v1, end)
+        best.add_incoming(best0, pre)
+        best.add_incoming(bestn, end)
+        b.position_at_end(done)
+        _vstore(b, bestn, stp, i64(0))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _fill_half(b, perm2, tabp, rp, r, xp, xbase, h, sp, sbase):  # noqa: ANN001, ANN202, PLR0913
+    """Generator emitting, one instruction group per step, the scores of row r at the 16
+    columns of half h of a chunk (codes from ``xp[xbase:]``) into ``sp[sbase:]`` (32 vectors
+    per row, lane-major)."""
+    half = LANES16 // 2
+    i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+    vecs = []
+    for p in range(half):
+        ta = _vload(b, tabp, b.load(b.gep(rp, [i64(r * LANES16 + 2 * p)])))
+        tb = _vload(b, tabp, b.load(b.gep(rp, [i64(r * LANES16 + 2 * p + 1)])))
+        x = _vload(b, xp, b.add(xbase, i64((h * half + p) * LANES16)))
+        vecs.append(b.call(perm2, [ta, x, tb]))
+        yield
+    for m in range(1, 5):
+        sh = 1 << m
+        lo = ir.Constant(_VI, [c if not c & sh else LANES16 + c - sh for c in range(LANES16)])
+        hi = ir.Constant(_VI, [c + sh if not c & sh else LANES16 + c for c in range(LANES16)])
+        vb = 1 << (m - 1)
+        out = list(vecs)
+        for w in range(half):
+            if not w & vb:
+                out[w] = b.shuffle_vector(vecs[w], vecs[w | vb], lo)
+                out[w | vb] = b.shuffle_vector(vecs[w], vecs[w | vb], hi)
+                yield
+        vecs = out
+    for w in range(half):
+        _vstore(b, vecs[w], sp, b.add(sbase, i64((h * half + w) * LANES16)))
+        yield
+
+
+_CHUNK = LANES16 * LANES16  # elements of 32 columns of lane-major int16 vectors
+_SLOT = ROWS * _CHUNK  # one chunk's scores of ROWS rows
+
+
+@intrinsic
+def _block_pairs(typingctx, hb, eb, sb, tab, rows, xc, t, go, ge, st):  # noqa: ANN001, ANN201, ARG001
+    """ROWS rows of independent pairs over columns 0 .. T-1, the scores computed on the way.
+
+    Lane u's score at row r, column j is ``tab[rows[32 r + u] + t_u[j]]`` (``rows``: int64
+    (32 ROWS,), ``xc``: the codes as :func:`_pair_codes` arranges them). Each chunk of 32
+    columns: one ``vpermi2w`` per lane pair, row and 16 columns looks both lanes' matrix rows up
+    (lane bit 0 lands in element bit 0), four stages of two-source shuffles swap element bits
+    1..4 (column bits 0..3) with the vectors' lane bits, and the lane-major vectors go to ``sb``
+    (int16, 2 x ROWS x 32 x 32: two chunks). The scores of chunk c + 1 are computed within the
+    loop over chunk c, their instructions interleaved with the recurrences (shuffles and
+    arithmetic share the vector ports). Other arguments as :func:`_sweep_shared`'s.
+    """
+    sig = types.void(hb, eb, sb, tab, rows, xc, t, go, ge, st)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        hb_, eb_, sb_, tab_, rows_, xc_, t_, go_, ge_, st_ = args
+        tys = signature.args
+        b = builder
+        i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+        hp, ep, sp, tabp, rp, xp, stp = (_data(context, b, tys[k], v) for k, v in (
+            (0, hb_), (1, eb_), (2, sb_), (3, tab_), (4, rows_), (5, xc_), (9, st_)))
+        perm2 = cgutils.get_or_insert_function(
+            b.module, ir.FunctionType(_V, [_V, _V, _V]), "llvm.x86.avx512.vpermi2var.hi.512")
+        dp = _Dp(b, go_, ge_)
+        zero = ir.Constant(_V, [0] * LANES16)
+
+        def fill(xbase, sbase):  # noqa: ANN001, ANN202
+            for r in range(ROWS):
+                for h in range(2):
+                    yield from _fill_half(b, perm2, tabp, rp, r, xp, xbase, h, sp,
+                                          b.add(sbase, i64(r * _CHUNK)))
+
+        best0 = _vload(b, stp, i64(0))
+        nfull = b.sdiv(t_, i64(LANES16))
+        for _ in fill(i64(0), i64(0)):  # chunk 0 into slot 0
+            pass
+        pre = b.block
+        loop = b.append_basic_block("p16.loop")
+        mid = b.append_basic_block("p16.mid")
+        tail = b.append_basic_block("p16.tail")
+        done = b.append_basic_block("p16.done")
+        b.cbranch(b.icmp_signed(">", nfull, i64(0)), loop, mid)
+
+        b.position_at_end(loop)
+        c = b.phi(_i64)
+        hd = [b.phi(_V) for _ in range(ROWS)]
+        f = [b.phi(_V) for _ in range(ROWS)]
+        best = b.phi(_V)
+        slot = b.and_(c, i64(1))
+        cur = b.mul(slot, i64(_SLOT))
+        nxt = b.mul(b.xor(slot, i64(1)), i64(_SLOT))
+        cn = b.add(c, i64(1))
+        gen = fill(b.mul(cn, i64(_CHUNK)), nxt)  # the next chunk's scores
+        per_col = 16  # steps of the next chunk's scores per column: spread over half of them
+        st_hd, st_f, st_best = hd, f, best
+        for e in range(LANES16):
+            off = b.mul(b.add(b.mul(c, i64(LANES16)), i64(e)), i64(LANES16))
+
+            def score(r, e=e):  # noqa: ANN001, ANN202
+                return _vload(b, sp, b.add(cur, i64(r * _CHUNK + e * LANES16)))
+
+            st_hd, st_f, st_best = dp.column(hp, ep, off, [lambda r=r: score(r)
+                                                           for r in range(ROWS)],
+                                             st_hd, st_f, st_best)
+            for _ in range(per_col):
+                if next(gen, True) is True:
+                    break
+        for _ in gen:
+            pass
+        end = b.block
+        b.cbranch(b.icmp_signed("<", cn, nfull), loop, mid)
+        c.add_incoming(i64(0), pre)
+        c.add_incoming(cn, end)
+        for r in range(ROWS):
+            for phi, v1 in ((hd[r], st_hd[r]), (f[r], st_f[r])):
+                phi.add_incoming(zero, pre)
+                phi.add_incoming(v1, end)
+        best.add_incoming(best0, pre)
+        best.add_incoming(st_best, end)
+
+        b.position_at_end(mid)  # columns past the last full chunk, one at a time
+        m_hd = [b.phi(_V) for _ in range(ROWS)]
+        m_f = [b.phi(_V) for _ in range(ROWS)]
+        m_best = b.phi(_V)
+        for r in range(ROWS):
+            for phi, v1 in ((m_hd[r], st_hd[r]), (m_f[r], st_f[r])):
+                phi.add_incoming(zero, pre)
+                phi.add_incoming(v1, end)
+        m_best.add_incoming(best0, pre)
+        m_best.add_incoming(st_best, end)
+        j0 = b.mul(nfull, i64(LANES16))
+        tslot = b.mul(b.and_(nfull, i64(1)), i64(_SLOT))
+        b.cbranch(b.icmp_signed("<", j0, t_), tail, done)
+
+        b.position_at_end(tail)
+        j = b.phi(_i64)
+        t_hd = [b.phi(_V) for _ in range(ROWS)]
+        t_f = [b.phi(_V) for _ in range(ROWS)]
+        t_best = b.phi(_V)
+        off = b.mul(j, i64(LANES16))
+        soff = b.add(tslot, b.mul(b.sub(j, j0), i64(LANES16)))
+        n_hd, n_f, n_best = dp.column(
+            hp, ep, off, [lambda r=r: _vload(b, sp, b.add(soff, i64(r * _CHUNK)))
+                          for r in range(ROWS)], t_hd, t_f, t_best)
+        jn = b.add(j, i64(1))
+        tend = b.block
+        b.cbranch(b.icmp_signed("<", jn, t_), tail, done)
+        j.add_incoming(j0, mid)
+        j.add_incoming(jn, tend)
+        for r in range(ROWS):
+            for phi, v0, v1 in ((t_hd[r], m_hd[r], n_hd[r]), (t_f[r], m_f[r], n_f[r])):
+                phi.add_incoming(v0, mid)
+                phi.add_incoming(v1, tend)
+        t_best.add_incoming(m_best, mid)
+        t_best.add_incoming(n_best, tend)
+
+        b.position_at_end(done)
+        out = b.phi(_V)
+        out.add_incoming(m_best, mid)
+        out.add_incoming(n_best, tend)
+        _vstore(b, out, stp, i64(0))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _pair_codes(tc, to, tl, idx, tp):  # noqa: ANN001, ANN202
+    """The target codes of the lanes ``idx`` as :func:`_block_pairs` reads them, ``tp``
+    columns (a multiple of 32): for 16-column block jb, lane pair p, k < 16 and s < 2, element
+    ``(16 jb + p) 32 + 2 k + s`` holds ``t[16 jb + k] + 32 s`` of lane 2p + s (a ``vpermi2w``
+    index: bit 5 picks the lane's table), PAD past the lane's end."""
+    half = LANES16 // 2
+    xc = np.empty(tp * LANES16, dtype=np.int16)
+    for jb in range(tp // half):
+        for p in range(half):
+            for k in range(half):
+                for s in range(2):
+                    xc[((jb * half + p) * LANES16) + 2 * k + s] = PAD + LANES16 * s
+    for u in range(idx.shape[0]):
+        k = idx[u]
+        p, s = u // 2, u % 2
+        for j in range(tl[k]):
+            xc[((j // half) * half + p) * LANES16 + 2 * (j % half) + s] = (
+                tc[to[k] + j] + LANES16 * s)
+    return xc
+
+
+@njit(cache=True, nogil=True)
+def _all_saturated(st, n, limit):  # noqa: ANN001, ANN202
+    for u in range(n):
+        if st[u] < limit:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group16(tab, qc, qo, ql_, tc, to, tl, idx, go, ge, limit, out, sat):  # noqa: ANN001, ANN201, PLR0913
+    """Best local scores of the pairs ``idx`` (<= 32) into ``out``; ``sat[u]``: lane u reached
+    ``limit`` (its score is then not exact)."""
+    n = idx.shape[0]
+    T = 0
+    Q = 0
+    for u in range(n):
+        T = max(T, tl[idx[u]])
+        Q = max(Q, ql_[idx[u]])
+    st = np.zeros(LANES16, dtype=np.int16)
+    if T > 0 and Q > 0:
+        k0 = idx[0]
+        shared = True
+        for u in range(1, n):
+            k = idx[u]
+            if ql_[k] != ql_[k0]:
+                shared = False
+                break
+            if qo[k] != qo[k0]:
+                for i in range(ql_[k0]):
+                    if qc[qo[k] + i] != qc[qo[k0] + i]:
+                        shared = False
+                        break
+                if not shared:
+                    break
+        hb = np.zeros(T * LANES16, dtype=np.int16)
+        eb = np.zeros(T * LANES16, dtype=np.int16)
+        if shared:  # one query: a score vector is the query residue's row permuted by codes
+            tv = np.full(T * LANES16, PAD, dtype=np.int16)
+            for u in range(n):
+                k = idx[u]
+                for j in range(tl[k]):
+                    tv[j * LANES16 + u] = tc[to[k] + j]
+            rows = np.empty(ROWS, dtype=np.int64)
+            for i0 in range(0, Q, ROWS):
+                for r in range(ROWS):  # rows past the query: the pad row (only gaps reach it)
+                    i = i0 + r
+                    rows[r] = np.int64(qc[qo[k0] + i]) * LANES16 if i < Q else PAD * LANES16
+                _sweep_shared(hb, eb, tv, tab, rows, T, go, ge, st)
+                if (i0 // ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
+                    break
+        else:  # independent pairs: each lane's matrix row by its own codes, transposed
+            tp = (T + LANES16 - 1) // LANES16 * LANES16
+            xc = _pair_codes(tc, to, tl, idx, tp + LANES16)  # a pad chunk past the end
+            sb = np.empty(2 * ROWS * LANES16 * LANES16, dtype=np.int16)
+            prow = np.full(ROWS * LANES16, PAD * LANES16, dtype=np.int64)
+            for i0 in range(0, Q, ROWS):
+                for r in range(ROWS):
+                    i = i0 + r
+                    for u in range(n):
+                        k = idx[u]
+                        prow[r * LANES16 + u] = (np.int64(qc[qo[k] + i]) * LANES16
+                                                 if i < ql_[k] else PAD * LANES16)
+                _block_pairs(hb, eb, sb, tab, prow, xc, T, go, ge, st)
+                if (i0 // ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
+                    break
+    for u in range(n):
+        out[u] = st[u]
+        sat[u] = st[u] >= limit
+
+
+@njit(cache=True, parallel=True)
+def _run16(tab, qc, qo, ql_, tc, to, tl, order, go, ge, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
+    ng = (order.shape[0] + LANES16 - 1) // LANES16
+    for p0 in prange(ng):
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
+        idx = order[g * LANES16:min(order.shape[0], (g + 1) * LANES16)]
+        o = np.zeros(idx.shape[0], dtype=np.float32)
+        s = np.zeros(idx.shape[0], dtype=np.bool_)
+        _group16(tab, qc, qo, ql_, tc, to, tl, idx, go, ge, limit, o, s)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = o[u]
+            sat[idx[u]] = s[u]
+
+
+def int16_limit(M: np.ndarray, go: float, ge: float) -> int | None:
+    """The saturation limit of the int16 kernel for the float32 matrix ``M`` and the float32 gap
+    costs (first residue ``go``, each further ``ge``), or None where the kernel does not apply:
+    a non-integer (or non-finite) value, or a largest score that leaves int16 no headroom."""
+    M = np.asarray(M, dtype=np.float32)
+    if not (np.isfinite(go) and np.isfinite(ge) and go == np.round(go) and ge == np.round(ge)):
+        return None
+    if not (np.all(np.isfinite(M)) and np.array_equal(M, np.round(M))):
+        return None
+    top = max(float(M.max(initial=0.0)), 0.0)
+    return int(I16_MAX - top) if top < I16_MAX else None
+
+
+def _table16(M: np.ndarray) -> np.ndarray:
+    """The 32 x 32 int16 lookup table (flat): the matrix, clamped to int16, and -32768 in the
+    pad row and column (and wherever no code reaches)."""
+    K = M.shape[0]
+    tab = np.full((TABLE16, TABLE16), I16_MIN, dtype=np.int16)
+    tab[:K, :K] = np.clip(M, I16_MIN, I16_MAX).astype(np.int16)
+    return tab.reshape(-1)
+
+
+def int16_scores(M: np.ndarray, go: float, ge: float, limit: int, qc: np.ndarray,
+                 qo: np.ndarray, ql_: np.ndarray, tc: np.ndarray, to: np.ndarray,
+                 tl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, saturated) of the packed pairs (:func:`homalign.dp.lanes.pack_codes`) by the
+    int16 kernel alone (``limit`` from :func:`int16_limit`); ``saturated[k]``: pair k reached
+    ``limit`` and its score is not exact. Needs :data:`AVAILABLE`."""
+    if not AVAILABLE:
+        raise RuntimeError("the int16 kernel needs AVX-512BW")
+    n = ql_.shape[0]
+    scores = np.zeros(n, dtype=np.float32)
+    sat = np.zeros(n, dtype=np.bool_)
+    if n == 0:
+        return scores, sat
+    order = np.lexsort((ql_, tl)).astype(np.int64)
+    g16 = np.int64(min(float(go), I16_MAX))
+    e16 = np.int64(min(float(ge), I16_MAX))
+    _run16(_table16(M), qc, qo, ql_, tc, to, tl, order, g16, e16, np.int16(limit), scores, sat)
+    return scores, sat
