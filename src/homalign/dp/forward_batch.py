@@ -39,7 +39,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from homalign.dp.simd import TABLE, pack_lanes16
 
@@ -103,13 +105,123 @@ def _forward_many_scalar(X, starts, lengths, qa, qb, tc, td, codes, R):  # noqa:
 
 
 LANES = 16  # targets per group (one vector of float32 lanes)
-# slots of a column block of the group buffer, LANES floats each
-_QW, _QC, _QD, _QM, _QX, _QY, _QO, _QS, _QT, _QI, _QB = (k * LANES for k in range(11))
-_QL = 11 * LANES
-# W: match weight; C, D: the target's gap factors c_j, d_j; M, X, Y: the states (row i-1 until
-# overwritten by row i); O: row i-1's m + x + y of this column (the next column's diagonal);
-# S, T: running sum of m and running max of m, x, y along the row; I, B: the lane's rescaling
-# factor and begin weight, copied along the row
+_QC, _QD, _QM, _QX, _QY = (k * LANES for k in range(5))
+_QL = 5 * LANES
+# slots of a column block of the group buffer, LANES floats each: C, D the target's gap factors
+# c_j, d_j; M, X, Y the states (row i-1 until overwritten by row i)
+_INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP = (k * LANES for k in range(8))
+_NST = 8 * LANES
+# slots of the row state a chunk reads and writes back: the lanes' rescaling factor and begin
+# weight; the m, x, y of the last column done; that column's row i-1 m + x + y (the next
+# column's diagonal); the running sum of m and maximum of m, x, y along the row
+
+_f32 = ir.FloatType()
+_i32 = ir.IntType(32)
+_i64 = ir.IntType(64)
+_V = ir.VectorType(_f32, LANES)
+_VI = ir.VectorType(_i32, LANES)
+
+
+def _data(context, builder, ty, val):  # noqa: ANN001, ANN202
+    return context.make_array(ty)(context, builder, val).data
+
+
+def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
+    """The <16 x float> at element offset ``off`` (int) of the float pointer ``ptr``."""
+    p = builder.gep(ptr, [ir.Constant(_i64, off)])
+    return builder.load(builder.bitcast(p, _V.as_pointer()), align=4)
+
+
+def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
+    p = builder.gep(ptr, [ir.Constant(_i64, off)])
+    builder.store(val, builder.bitcast(p, _V.as_pointer()), align=4)
+
+
+def _splat(builder, x):  # noqa: ANN001, ANN202
+    """<16 x float> of the float ``x``."""
+    undef = ir.Constant(_V, ir.Undefined)
+    v = builder.insert_element(undef, x, ir.Constant(_i32, 0))
+    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES))
+
+
+def _vmax(builder, v, t):  # noqa: ANN001, ANN202
+    """``v if v > t else t`` per lane (``t`` when ``v`` is NaN)."""
+    return builder.select(builder.fcmp_ordered(">", v, t), v, t)
+
+
+def _sweep_codegen(tail: bool):  # noqa: ANN202
+    """The body of :func:`_sweep16` (``tail``: of :func:`_sweep_tail`)."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        S_, W_, st_, j0_, n_, a_, b_ = args
+        tys = signature.args
+        b = builder
+        sp = _data(context, b, tys[0], S_)
+        wp = _data(context, b, tys[1], W_)
+        stp = _data(context, b, tys[2], st_)
+        # column j0 + 1 + e of the chunk: block j0 + 1 + e of S
+        cp = b.gep(sp, [b.mul(b.add(j0_, ir.Constant(_i64, 1)), ir.Constant(_i64, _QL))])
+        a = _splat(b, a_)
+        bb = _splat(b, b_)
+        zero = ir.Constant(_V, [0.0] * LANES)
+        inv, beg, ml, xl, yl, dg, sm, top = (_vload(b, stp, k) for k in (
+            _INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP))
+        sm_out, top_out = sm, top
+        for e in range(LANES):
+            base = e * _QL
+            w = _vload(b, wp, e * LANES)
+            c = _vload(b, cp, base + _QC)
+            d = _vload(b, cp, base + _QD)
+            mo = _vload(b, cp, base + _QM)
+            xo = _vload(b, cp, base + _QX)
+            yo = _vload(b, cp, base + _QY)
+            mn = b.fmul(w, b.fadd(beg, b.fmul(inv, dg)))
+            xn = b.fmul(inv, b.fadd(b.fmul(a, b.fadd(mo, yo)), b.fmul(bb, xo)))
+            yn = b.fadd(b.fmul(c, b.fadd(ml, xl)), b.fmul(d, yl))
+            _vstore(b, mn, cp, base + _QM)
+            _vstore(b, xn, cp, base + _QX)
+            _vstore(b, yn, cp, base + _QY)
+            dg = b.fadd(b.fadd(mo, xo), yo)
+            sm = b.fadd(sm, mn)
+            # max(t, mn, xn, yn) ignoring NaNs as the sequential ``v if v > t else t`` does
+            # (t >= 0 always): the column's maximum from 0, then one step on the carried chain
+            top = _vmax(b, _vmax(b, yn, _vmax(b, xn, _vmax(b, mn, zero))), top)
+            ml, xl, yl = mn, xn, yn
+            if tail:  # the row's sum and maximum stop at column j0 + n
+                keep = b.icmp_signed(">", n_, ir.Constant(_i64, e))
+                sm_out = b.select(keep, sm, sm_out)
+                top_out = b.select(keep, top, top_out)
+            else:
+                sm_out, top_out = sm, top
+        for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm_out),
+                     (_TOP, top_out)):
+            _vstore(b, v, stp, k)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def _sweep16(typingctx, S, W, st, j0, n, a, b):  # noqa: ANN001, ANN201, ARG001
+    """The recurrences of columns ``j0 + 1 .. j0 + 16`` of one row, 16 lanes (``n`` unused).
+
+    ``S`` (float32): column blocks of ``_QL`` floats (C, D and the M, X, Y of row i-1, which
+    row i's overwrite), ``W`` (float32 (256,)): the 16 columns' match weights, lane-major,
+    ``st`` (float32 (``_NST``,)): the row state slots, read at entry and written back; ``a``,
+    ``b``: the row's float32 query gap factors. LLVM IR on ``<16 x float>``: the previous
+    column's values, the diagonal, the running sum and maximum stay in registers.
+    """
+    sig = types.void(S, W, st, j0, n, a, b)
+    return sig, _sweep_codegen(False)
+
+
+@intrinsic
+def _sweep_tail(typingctx, S, W, st, j0, n, a, b):  # noqa: ANN001, ANN201, ARG001
+    """:func:`_sweep16` for the row's last ``n`` (< 16) columns: the 16 columns are computed
+    (those past the group's longest target hold zeros) but the sum and maximum written back are
+    those after column ``j0 + n``."""
+    sig = types.void(S, W, st, j0, n, a, b)
+    return sig, _sweep_codegen(True)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -122,6 +234,8 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
     f0 = np.float32(0.0)
     tp = (T + LANES - 1) // LANES * LANES  # columns packed 16 at a time
     S = np.zeros((tp + 1) * _QL, dtype=np.float32)
+    W = np.zeros(LANES * LANES, dtype=np.float32)
+    st = np.zeros(_NST, dtype=np.float32)
     gcode = np.zeros(tp * LANES, dtype=np.int32)  # residue code of each (j, lane)
     pad = R.shape[1] - 1  # a zero column of R
     for u in range(LANES):
@@ -135,56 +249,38 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
             else:
                 gcode[j * LANES + u] = pad
     for u in range(LANES):
-        S[_QI + u] = 1.0
-        S[_QB + u] = 1.0
+        st[_INV + u] = 1.0
+        st[_BEG + u] = 1.0
     E = np.zeros(LANES, dtype=np.int64)  # the row's scale is 2**E (E >= 0)
     acc = np.ones(LANES, dtype=np.float64)  # Z so far / 2**E (the 1: the empty alignment)
+    nfull = T // LANES
+    rem = T - nfull * LANES
     for i in range(lq):
         a = qa[i]
         b = qb[i]
         xr = X[i]
         r = R[i]
-        for j0 in range(0, T, LANES):  # W = X * R[code] of 16 columns: transpose + lookup
-            pack_lanes16(S, j0 * _QL + (_QL + _QW), _QL, xr, gstarts, glens, j0, r, gcode,
-                         j0 * LANES, f0)
-        for jj in range(T):
-            pb = jj * _QL  # column jj (done for row i), base: column jj + 1
-            base = pb + _QL
-            for u in range(LANES):
-                inv = S[pb + _QI + u]
-                beg = S[pb + _QB + u]
-                S[base + _QI + u] = inv
-                S[base + _QB + u] = beg
-                mo = S[base + _QM + u]
-                xo = S[base + _QX + u]
-                yo = S[base + _QY + u]
-                diag = S[pb + _QO + u]
-                S[base + _QO + u] = mo + xo + yo
-                mn = S[base + _QW + u] * (beg + inv * diag)
-                xn = inv * (a * (mo + yo) + b * xo)
-                yn = (S[base + _QC + u] * (S[pb + _QM + u] + S[pb + _QX + u])
-                      + S[base + _QD + u] * S[pb + _QY + u])
-                S[base + _QM + u] = mn
-                S[base + _QX + u] = xn
-                S[base + _QY + u] = yn
-                S[base + _QS + u] = S[pb + _QS + u] + mn
-                t = S[pb + _QT + u]
-                t = mn if mn > t else t
-                t = xn if xn > t else t
-                t = yn if yn > t else t
-                S[base + _QT + u] = t
-        last = T * _QL
+        for q in range(_ML, _NST):  # column 0: no state, sums and maxima from 0
+            st[q] = f0
+        for c in range(nfull):
+            j0 = c * LANES  # W = X * R[code] of 16 columns: transpose + lookup, then the DP
+            pack_lanes16(W, 0, LANES, xr, gstarts, glens, j0, r, gcode, j0 * LANES, f0)
+            _sweep16(S, W, st, j0, LANES, a, b)
+        if rem:
+            j0 = nfull * LANES
+            pack_lanes16(W, 0, LANES, xr, gstarts, glens, j0, r, gcode, j0 * LANES, f0)
+            _sweep_tail(S, W, st, j0, rem, a, b)
         for u in range(LANES):
-            top = S[last + _QT + u]
+            top = st[_TOP + u]
             kk = 0
             if top > f0:
                 kk = math.frexp(top)[1]  # top * 2**-kk in [0.5, 1)
                 if E[u] + kk < 0:
                     kk = -E[u]  # never scale up past 1: the begin weight stays <= 1
-            acc[u] = math.ldexp(acc[u] + S[last + _QS + u], -kk)
+            acc[u] = math.ldexp(acc[u] + st[_SUM + u], -kk)
             E[u] += kk
-            S[_QI + u] = math.ldexp(1.0, -kk)
-            S[_QB + u] = math.ldexp(1.0, -E[u])
+            st[_INV + u] = math.ldexp(1.0, -kk)
+            st[_BEG + u] = math.ldexp(1.0, -E[u])
     ln2 = math.log(2.0)
     for u in range(LANES):
         out[u] = math.log(acc[u]) + E[u] * ln2
