@@ -224,6 +224,41 @@ def _sweep_tail(typingctx, S, W, st, j0, n, a, b):  # noqa: ANN001, ANN201, ARG0
     return sig, _sweep_codegen(True)
 
 
+@intrinsic
+def _frexp_exponent(typingctx, x):  # noqa: ANN001, ANN201, ARG001
+    """``math.frexp(x)[1]`` of a float32 ``x > 0`` (0 for +inf, as C's ``frexpf``): from the
+    exponent bits of ``x`` as a float64 (every float32, subnormals included, is normal there)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
+        b = builder
+        bits = b.bitcast(b.fpext(args[0], ir.DoubleType()), _i64)
+        e = b.and_(b.lshr(bits, ir.Constant(_i64, 52)), ir.Constant(_i64, 2047))
+        return b.select(b.icmp_signed("==", e, ir.Constant(_i64, 2047)), ir.Constant(_i64, 0),
+                        b.sub(e, ir.Constant(_i64, 1022)))
+
+    return types.int64(x), codegen
+
+
+@intrinsic
+def _pow2(typingctx, n):  # noqa: ANN001, ANN201, ARG001
+    """``math.ldexp(1.0, n)`` for an integer ``n <= 1023``, but 0 below -1022 (where ldexp's
+    subnormal results still become 0 as float32): built from the exponent bits."""
+    if not isinstance(n, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        b = builder
+        v = context.cast(b, args[0], signature.args[0], types.int64)
+        x = b.bitcast(b.shl(b.add(v, ir.Constant(_i64, 1023)), ir.Constant(_i64, 52)),
+                      ir.DoubleType())
+        return b.select(b.icmp_signed("<", v, ir.Constant(_i64, -1022)),
+                        ir.Constant(ir.DoubleType(), 0.0), x)
+
+    return types.float64(n), codegen
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: ANN001, ANN201
     """log Z of the (up to) LANES targets ``gstarts[u]:gstarts[u] + glens[u]`` into ``out``."""
@@ -270,17 +305,17 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
             j0 = nfull * LANES
             pack_lanes16(W, 0, LANES, xr, gstarts, glens, j0, r, gcode, j0 * LANES, f0)
             _sweep_tail(S, W, st, j0, rem, a, b)
-        for u in range(LANES):
+        for u in range(LANES):  # math.frexp / math.ldexp's results, without their calls
             top = st[_TOP + u]
             kk = 0
             if top > f0:
-                kk = math.frexp(top)[1]  # top * 2**-kk in [0.5, 1)
+                kk = _frexp_exponent(top)  # top * 2**-kk in [0.5, 1)
                 if E[u] + kk < 0:
                     kk = -E[u]  # never scale up past 1: the begin weight stays <= 1
-            acc[u] = math.ldexp(acc[u] + st[_SUM + u], -kk)
+            acc[u] = (acc[u] + st[_SUM + u]) * _pow2(-kk)
             E[u] += kk
-            st[_INV + u] = math.ldexp(1.0, -kk)
-            st[_BEG + u] = math.ldexp(1.0, -E[u])
+            st[_INV + u] = _pow2(-kk)
+            st[_BEG + u] = _pow2(-E[u])
     ln2 = math.log(2.0)
     for u in range(LANES):
         out[u] = math.log(acc[u]) + E[u] * ln2
