@@ -45,6 +45,33 @@ def test_transform_is_probcons_average():
         consistency_transform(P, [(A, C.T)])
 
 
+def test_products_ignore_posteriors_below_the_floor_and_stay_normal():
+    from homalign.model.consistency import PRODUCT_FLOOR
+
+    rng = np.random.default_rng(3)
+    P = rng.random((7, 5)).astype(np.float32)
+    A = rng.random((7, 6)).astype(np.float32)
+    B = rng.random((6, 5)).astype(np.float32)
+    tiny_a, tiny_b = A.copy(), B.copy()
+    tiny_a[::2, 1] = PRODUCT_FLOOR / 2  # below the floor: as if 0
+    tiny_b[3, ::2] = np.float32(1e-40)  # a subnormal
+    zero_a, zero_b = A.copy(), B.copy()
+    zero_a[::2, 1] = 0
+    zero_b[3, ::2] = 0
+    got = consistency_transform(P, [(tiny_a, tiny_b)])
+    np.testing.assert_array_equal(got, consistency_transform(P, [(zero_a, zero_b)]))
+    # a value at the floor is kept: row 0 of P' is then its product alone
+    P[0] = 0
+    kept = zero_a.copy()
+    kept[0] = 0
+    kept[0, 1] = PRODUCT_FLOOR
+    row = consistency_transform(P, [(kept, B)])[0]
+    np.testing.assert_allclose(row, PRODUCT_FLOOR * B[1] / 3, rtol=1e-6)
+    assert (row > 0).all()
+    # and the smallest product of two kept values is a normal float32
+    assert PRODUCT_FLOOR * PRODUCT_FLOOR >= np.finfo(np.float32).tiny
+
+
 def test_find_homologs_returns_the_hit_region_with_flanks(family):
     hits = find_homologs(family["x"], family["db"], max_homologs=3, flank=5)
     assert [h.id.split("/")[0] for h in hits] == ["z"]
