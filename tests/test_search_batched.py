@@ -238,15 +238,18 @@ def test_overflowing_cells_take_the_exact_path(proteins) -> None:
 
 
 @pytest.mark.parametrize("two_hit", [True, False])
-def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: bool) -> None:
+@pytest.mark.parametrize("k", [3, 2, 4])  # 3: the default (its own k-mer loop), 2 and 4: generic
+def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: bool,
+                                                            k: int) -> None:
     from homalign.search.prefilter import prefilter_scores, prefilter_scores_indexed
 
-    db = SequenceDB.from_sequences(proteins)
+    db = SequenceDB.from_sequences(proteins, k=k)
+    threshold = {2: 8.0, 3: 11.0, 4: 15.0}[k]
     for q in proteins[:6] + [proteins[-1]]:
-        a = prefilter_scores(q.codes, db, two_hit=two_hit)
-        b = prefilter_scores_indexed(q.codes, db, two_hit=two_hit)
+        a = prefilter_scores(q.codes, db, two_hit=two_hit, threshold=threshold)
+        b = prefilter_scores_indexed(q.codes, db, two_hit=two_hit, threshold=threshold)
         np.testing.assert_array_equal(a, b)
-        assert a[db.index_of(q.id)] > 0 or len(q) < 3
+        assert a[db.index_of(q.id)] > 0 or len(q) < k
 
 
 def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(proteins) -> None:
@@ -260,10 +263,11 @@ def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(protein
         r = np.array(list(p.residues))
         r[rng.random(len(r)) < 0.08] = rng.choice(list("BZX"))
         seqs.append(Sequence(p.id, "".join(r)))
-    db = SequenceDB.from_sequences(seqs)
-    for q in seqs[:5]:
-        np.testing.assert_array_equal(prefilter_scores(q.codes, db),
-                                      prefilter_scores_indexed(q.codes, db))
+    for k in (3, 4):
+        db = SequenceDB.from_sequences(seqs, k=k)
+        for q in seqs[:5]:
+            np.testing.assert_array_equal(prefilter_scores(q.codes, db),
+                                          prefilter_scores_indexed(q.codes, db))
 
 
 def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(proteins) -> None:

@@ -43,7 +43,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from homalign.dp.simd import TABLE, pack_lanes16
+from homalign.dp.simd import TABLE, pack_lanes16, prefetch
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -111,6 +111,7 @@ _QL = 5 * LANES
 # c_j, d_j; M, X, Y the states (row i-1 until overwritten by row i)
 _INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP = (k * LANES for k in range(8))
 _NST = 8 * LANES
+_AHEAD = 2  # rows of X prefetched ahead
 # slots of the row state a chunk reads and writes back: the lanes' rescaling factor and begin
 # weight; the m, x, y of the last column done; that column's row i-1 m + x + y (the next
 # column's diagonal); the running sum of m and maximum of m, x, y along the row
@@ -166,7 +167,8 @@ def _sweep_codegen(tail: bool):  # noqa: ANN202
         zero = ir.Constant(_V, [0.0] * LANES)
         inv, beg, ml, xl, yl, dg, sm, top = (_vload(b, stp, k) for k in (
             _INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP))
-        sm_out, top_out = sm, top
+        sm_out = sm
+        tops = [zero, zero, zero]  # the chunk's maxima of m, x and y, from 0
         for e in range(LANES):
             base = e * _QL
             w = _vload(b, wp, e * LANES)
@@ -183,18 +185,20 @@ def _sweep_codegen(tail: bool):  # noqa: ANN202
             _vstore(b, yn, cp, base + _QY)
             dg = b.fadd(b.fadd(mo, xo), yo)
             sm = b.fadd(sm, mn)
-            # max(t, mn, xn, yn) ignoring NaNs as the sequential ``v if v > t else t`` does
-            # (t >= 0 always): the column's maximum from 0, then one step on the carried chain
-            top = _vmax(b, _vmax(b, yn, _vmax(b, xn, _vmax(b, mn, zero))), top)
-            ml, xl, yl = mn, xn, yn
+            vals = (mn, xn, yn)
             if tail:  # the row's sum and maximum stop at column j0 + n
                 keep = b.icmp_signed(">", n_, ir.Constant(_i64, e))
                 sm_out = b.select(keep, sm, sm_out)
-                top_out = b.select(keep, top, top_out)
+                vals = tuple(b.select(keep, v, zero) for v in vals)
             else:
-                sm_out, top_out = sm, top
-        for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm_out),
-                     (_TOP, top_out)):
+                sm_out = sm
+            tops = [_vmax(b, v, t) for v, t in zip(vals, tops, strict=True)]
+            ml, xl, yl = mn, xn, yn
+        # max(t, m, x, y) in any order: the sequential ``v if v > t else t`` of the three per
+        # cell keeps the largest value but NaNs, and so do these (every chain starts >= 0)
+        for t in tops:
+            top = _vmax(b, t, top)
+        for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm_out), (_TOP, top)):
             _vstore(b, v, stp, k)
         return context.get_dummy_value()
 
@@ -288,23 +292,29 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
         st[_BEG + u] = 1.0
     E = np.zeros(LANES, dtype=np.int64)  # the row's scale is 2**E (E >= 0)
     acc = np.ones(LANES, dtype=np.float64)  # Z so far / 2**E (the 1: the empty alignment)
-    nfull = T // LANES
-    rem = T - nfull * LANES
+    xaddr = X.ctypes.data
+    xrow = X.strides[0]
     for i in range(lq):
         a = qa[i]
         b = qb[i]
         xr = X[i]
         r = R[i]
+        ahead = xaddr + (i + _AHEAD) * xrow if i + _AHEAD < lq else 0
         for q in range(_ML, _NST):  # column 0: no state, sums and maxima from 0
             st[q] = f0
-        for c in range(nfull):
-            j0 = c * LANES  # W = X * R[code] of 16 columns: transpose + lookup, then the DP
+        for j0 in range(0, T, LANES):
+            if ahead:  # these columns of a later row into cache (X streams from memory)
+                for u in range(LANES):
+                    if j0 < glens[u]:
+                        p = ahead + (gstarts[u] + j0) * 4
+                        prefetch(p)
+                        prefetch(p + 4 * (LANES - 1))
+            # W = X * R[code] of 16 columns (transpose + lookup), then the recurrences
             pack_lanes16(W, 0, LANES, xr, gstarts, glens, j0, r, gcode, j0 * LANES, f0)
-            _sweep16(S, W, st, j0, LANES, a, b)
-        if rem:
-            j0 = nfull * LANES
-            pack_lanes16(W, 0, LANES, xr, gstarts, glens, j0, r, gcode, j0 * LANES, f0)
-            _sweep_tail(S, W, st, j0, rem, a, b)
+            if j0 + LANES <= T:
+                _sweep16(S, W, st, j0, LANES, a, b)
+            else:
+                _sweep_tail(S, W, st, j0, T - j0, a, b)
         for u in range(LANES):  # math.frexp / math.ldexp's results, without their calls
             top = st[_TOP + u]
             kk = 0

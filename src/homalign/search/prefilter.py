@@ -333,16 +333,24 @@ def _scan_kernel(P: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
                 continue
             tseq = db_codes[a:a + Lt]
             nk = Lt - k + 1
-            ids[:nk] = 0
-            high[:nk] = 0
-            for s in range(k):  # a digit of every k-mer at a time: loops that vectorise
+            if k == 3:  # the default: one pass that vectorises
                 for j in range(nk):
-                    code = np.int32(tseq[j + s])
-                    high[j] = max(high[j], code)
-                    ids[j] = ids[j] * n_aa + min(code, n_aa - 1)
-            for j in range(nk):
-                if high[j] >= n_aa:
-                    ids[j] = empty
+                    c0 = np.int32(tseq[j])
+                    c1 = np.int32(tseq[j + 1])
+                    c2 = np.int32(tseq[j + 2])
+                    w = (c0 * n_aa + c1) * n_aa + c2
+                    ids[j] = w if max(c0, max(c1, c2)) < n_aa else empty
+            else:
+                ids[:nk] = 0
+                high[:nk] = 0
+                for s in range(k):  # a digit of every k-mer at a time: loops that vectorise
+                    for j in range(nk):
+                        code = np.int32(tseq[j + s])
+                        high[j] = max(high[j], code)
+                        ids[j] = ids[j] * n_aa + min(code, n_aa - 1)
+                for j in range(nk):
+                    if high[j] >= n_aa:
+                        ids[j] = empty
             last[:Lt + Lq] = 0
             one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
             top = np.float32(0.0)
