@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -58,9 +59,10 @@ def test_lane_kernel_with_extreme_and_hopeless_cells() -> None:
     assert np.all(np.isfinite(got))
 
 
-def test_lane_kernel_scores_do_not_depend_on_batch_or_threads() -> None:
+@pytest.mark.parametrize("hi", [35, 150])
+def test_lane_kernel_scores_do_not_depend_on_batch_or_threads(hi: int) -> None:
     rng = np.random.default_rng(3)
-    lq, lts = 20, rng.integers(1, 35, 37)
+    lq, lts = 20, rng.integers(1, hi, 37)
     args = _batch(rng, lq, lts)
     full = local_forward_batch(*args)
     old = numba.get_num_threads()
@@ -101,6 +103,77 @@ def test_forward_with_no_query_rows_is_the_empty_alignment() -> None:
     args = (X, [0, 3], [3, 4], np.zeros(0), np.zeros(0), np.ones(7), np.ones(7))
     assert list(local_forward_batch(*args)) == [0.0, 0.0]
     assert list(local_forward_batch(*args, scalar=True)) == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("n_targets", [1, 15, 16, 17, 33])
+def test_lane_kernel_across_row_chunks_equals_the_scalar_kernel(n_targets: int) -> None:
+    """Rows of whole 16-column chunks and a partial last one, one- and two-row queries,
+    one-residue targets and zero-weight (X = 0) targets, whose only alignment is the empty one."""
+    rng = np.random.default_rng(40 + n_targets)
+    for lq in (1, 2, 57):
+        lts = rng.choice([1, 2, 15, 16, 17, 31, 32, 33, 64, 150, 211], n_targets)
+        X, starts, *rest = _batch(rng, lq, lts)
+        zero = rng.random(n_targets) < 0.25
+        for k in np.flatnonzero(zero):
+            X[:, starts[k]:starts[k] + lts[k]] = 0.0
+        args = (X, starts, *rest)
+        ref = local_forward_batch(*args, scalar=True)
+        got = local_forward_batch(*args)
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)
+        assert np.all(got[zero] == 0.0)
+
+
+def test_lane_kernel_across_row_chunks_equals_the_log_space_reference() -> None:
+    from homalign.dp import GapCosts
+    from homalign.dp.posterior import log_partition
+
+    rng = np.random.default_rng(8)
+    lq, lts = 45, np.array([1, 16, 17, 33, 120])
+    X, starts, _, qo, qe, to, te, codes, R = _batch(rng, lq, lts)
+    got = local_forward_batch(X, starts, lts, qo, qe, to, te, codes, R)
+    for k, lt in enumerate(lts):
+        a = starts[k]
+        S = np.log(X[:, a:a + lt].astype(np.float64) * R[:, codes[a:a + lt]])
+        g = GapCosts.from_vectors(lq, int(lt), q_ins_open=qo, q_ins_ext=qe,
+                                  t_del_open=to[a:a + lt], t_del_ext=te[a:a + lt])
+        ref = log_partition(S, g, mode="local", method="log")
+        assert got[k] == pytest.approx(ref, rel=1e-5, abs=1e-5)
+
+
+def test_row_scale_bits_equal_frexp_and_ldexp() -> None:
+    """The kernel's row step takes frexp's exponent and ldexp's powers of two from the bits:
+    the same values, subnormal float32 maxima and float64 underflow included."""
+    from numba import njit
+
+    from homalign.dp.forward_batch import _frexp_exponent, _pow2
+
+    @njit
+    def ours(tops, ns, xs, ks):  # noqa: ANN001, ANN202
+        e = np.array([_frexp_exponent(t) for t in tops])
+        p = np.array([_pow2(n) for n in ns])
+        q = np.array([xs[k] * _pow2(ks[k]) for k in range(len(xs))])
+        return e, p, q
+
+    @njit
+    def libm(tops, ns, xs, ks):  # noqa: ANN001, ANN202
+        e = np.array([math.frexp(t)[1] for t in tops])
+        p = np.array([math.ldexp(1.0, n) for n in ns])
+        q = np.array([math.ldexp(xs[k], ks[k]) for k in range(len(xs))])
+        return e, p, q
+
+    rng = np.random.default_rng(2)
+    bits = rng.integers(1, 0x7F800001, 20000).astype(np.uint32)  # every positive float32, inf
+    tops = np.concatenate((bits.view(np.float32), np.float32([1e-45, 2.0**-126, 0.5, 1.0,
+                                                             3.4028235e38, np.inf])))
+    ns = np.arange(-1100, 1024)
+    xs = np.concatenate((np.exp(rng.uniform(-745, 709, 5000)), rng.uniform(0, 2, 100)))
+    ks = rng.integers(-149, 150, len(xs)).astype(np.int32)
+    (e1, p1, q1), (e2, p2, q2) = ours(tops, ns, xs, ks), libm(tops, ns, xs.copy(), ks)
+    assert np.array_equal(e1, e2)
+    low = ns < -1022  # ldexp's subnormal float64 there: 0 as float32 either way
+    assert np.array_equal(p1[~low], p2[~low]) and np.all(p1[low] == 0.0)
+    assert np.all(p2[low].astype(np.float32) == 0.0)
+    assert np.array_equal(q1, q2)
 
 
 # ---------------------------------------------------- parasail's SIMD Smith-Waterman vs homalign

@@ -22,16 +22,35 @@ underflow can occur for finite inputs.
 
 Layout (inter-sequence, SWIPE-style): targets are sorted by length and taken ``LANES`` (16) at a
 time; the group runs as one DP whose cells are vectors of 16 lanes, one target per lane, shorter
-targets padded with zero weights (a padded cell adds exactly 0 to every sum and maximum). All the
-per-cell state of a column lives in one buffer at fixed offsets (``_Q*``), so LLVM proves the
-lane loop free of aliasing and turns it into whole-vector (AVX-512 / AVX2) arithmetic, ``y``'s
-recurrence along the row included (each lane carries its own). Each row's match weights are
-moved into the lanes by :func:`homalign.dp.simd.pack_lanes16` (16 x 16 transposes in registers
-and a vector table lookup of ``R``: explicit LLVM vector code). The arithmetic of a lane is the
-same IEEE operations whatever the other lanes hold (no fast-math), so a target's score does not
-depend on its group, on the batch or on the thread count. ``_forward_many_scalar`` (one target
-at a time, three row passes) is the reference the tests compare with; both are checked against
-the float64 log-space reference and the brute-force enumeration.
+targets padded with zero weights and gap factors (a padded cell adds exactly 0 to every sum and
+maximum). A row runs 16 columns at a time: :func:`homalign.dp.simd.pack_lanes16` moves the 16
+columns' match weights into the lanes (16 x 16 transposes in registers and a vector table lookup
+of ``R``), then :func:`_sweep16` (:func:`_sweep_tail` for a row's last, partial chunk) runs the
+recurrences as LLVM IR on ``<16 x float>`` vectors. The values one column passes to the next
+(its m, x, y, the previous row's m + x + y on the diagonal, the running sum of m and maximum of
+m, x, y, the lanes' factors) stay in registers; a column only loads its gap factors ``c_j``,
+``d_j`` and the previous row's m, x, y from a lane-major buffer (five vectors per column) and
+stores the new m, x, y over them; between chunks the carried values go through a small slot
+array. Rows of ``X`` are prefetched two rows ahead (``X`` streams from memory). At the end of a
+row each lane's scale exponent and factors come from the bits of its maximum (the results of
+``math.frexp`` / ``math.ldexp``, without their calls).
+
+Exactness: in row units (``inv``: the previous row's factor ``2**-k``, ``beg``: the begin weight
+``2**-E``; primes: the previous row; ``w``: the match weight) every lane computes, in float32 and
+in this order::
+
+    m = w * (beg + inv * ((m'[j-1] + x'[j-1]) + y'[j-1]))
+    x = inv * (a * (m' + y') + b * x')
+    y = c * (m[j-1] + x[j-1]) + d * y[j-1]
+    sum = sum + m
+
+with no fast-math and no fused multiply-adds (the IR uses only vector ``fadd``, ``fmul``,
+``fcmp`` and ``select``, which LLVM lowers on any CPU); the running maximum's order is free (a
+maximum is exact; NaNs are skipped). A lane's arithmetic does not depend on the other lanes, so
+a target's score does not depend on its group, on the batch or on the thread count.
+``_forward_many_scalar`` (one target at a time, three row passes, its own rounding) is the
+reference the tests compare with; both are checked against the float64 log-space reference and
+the brute-force enumeration.
 """
 
 from __future__ import annotations
@@ -111,10 +130,10 @@ _QL = 5 * LANES
 # c_j, d_j; M, X, Y the states (row i-1 until overwritten by row i)
 _INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP = (k * LANES for k in range(8))
 _NST = 8 * LANES
-_AHEAD = 2  # rows of X prefetched ahead
 # slots of the row state a chunk reads and writes back: the lanes' rescaling factor and begin
 # weight; the m, x, y of the last column done; that column's row i-1 m + x + y (the next
 # column's diagonal); the running sum of m and maximum of m, x, y along the row
+_AHEAD = 2  # rows of X prefetched ahead
 
 _f32 = ir.FloatType()
 _i32 = ir.IntType(32)
@@ -209,11 +228,12 @@ def _sweep_codegen(tail: bool):  # noqa: ANN202
 def _sweep16(typingctx, S, W, st, j0, n, a, b):  # noqa: ANN001, ANN201, ARG001
     """The recurrences of columns ``j0 + 1 .. j0 + 16`` of one row, 16 lanes (``n`` unused).
 
-    ``S`` (float32): column blocks of ``_QL`` floats (C, D and the M, X, Y of row i-1, which
-    row i's overwrite), ``W`` (float32 (256,)): the 16 columns' match weights, lane-major,
-    ``st`` (float32 (``_NST``,)): the row state slots, read at entry and written back; ``a``,
-    ``b``: the row's float32 query gap factors. LLVM IR on ``<16 x float>``: the previous
-    column's values, the diagonal, the running sum and maximum stay in registers.
+    ``S`` (float32): column blocks of ``_QL`` floats (block j: C, D and the M, X, Y of the
+    previous row at column j, which this row's values overwrite), ``W`` (float32 (256,)): the
+    16 columns' match weights, lane-major, ``st`` (float32 (``_NST``,)): the row state slots,
+    read at entry and written back; ``a``, ``b``: the row's float32 query gap factors. Straight
+    LLVM IR on ``<16 x float>``: the previous column's values, the diagonal, the running sum and
+    the maxima stay in registers from column to column.
     """
     sig = types.void(S, W, st, j0, n, a, b)
     return sig, _sweep_codegen(False)
@@ -221,9 +241,9 @@ def _sweep16(typingctx, S, W, st, j0, n, a, b):  # noqa: ANN001, ANN201, ARG001
 
 @intrinsic
 def _sweep_tail(typingctx, S, W, st, j0, n, a, b):  # noqa: ANN001, ANN201, ARG001
-    """:func:`_sweep16` for the row's last ``n`` (< 16) columns: the 16 columns are computed
-    (those past the group's longest target hold zeros) but the sum and maximum written back are
-    those after column ``j0 + n``."""
+    """:func:`_sweep16` for the row's last ``n`` (< 16) columns: all 16 columns are computed
+    (past the group's longest target: zero weights and gap factors) but the sum and maximum
+    written back are those of columns up to ``j0 + n``."""
     sig = types.void(S, W, st, j0, n, a, b)
     return sig, _sweep_codegen(True)
 
@@ -315,7 +335,9 @@ def _forward_group(X, gstarts, glens, qa, qb, tc, td, codes, R, out):  # noqa: A
                 _sweep16(S, W, st, j0, LANES, a, b)
             else:
                 _sweep_tail(S, W, st, j0, T - j0, a, b)
-        for u in range(LANES):  # math.frexp / math.ldexp's results, without their calls
+        # the row's scale step per lane; math.frexp / math.ldexp's results without their calls
+        # (|kk| <= 149: 2**-kk is exact, and a product by it rounds once, as ldexp does)
+        for u in range(LANES):
             top = st[_TOP + u]
             kk = 0
             if top > f0:
