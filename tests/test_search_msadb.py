@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -151,8 +152,13 @@ def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeyp
 
     monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "msadb"
-    assert main(["makemsa", str(dbfile), str(out), "--iterations", "1", "--no-progress"]) == 0
+    pinned = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+    before = {var: os.environ.get(var) for var in pinned}
+    assert main(["makemsa", str(dbfile), str(out), "--iterations", "1", "--jobs", "2",
+                 "--no-progress"]) == 0
     assert (out / "h2.a3m").exists()
+    # the workers' one-thread settings stay theirs: numba would refuse to compile again here
+    assert {var: os.environ.get(var) for var in pinned} == before
     query = tmp_path / "q.fa"
     query.write_text(f">q\n{FAMILY[0].residues}\n")
     capsys.readouterr()

@@ -34,14 +34,22 @@ def run(args: argparse.Namespace) -> int:
     from homalign.threads import set_threads
 
     jobs = _common.threads(args)
+    pinned = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+    saved = {var: os.environ.get(var) for var in pinned}
     if jobs == 1:
         set_threads(1)
-    else:  # the worker processes are the parallelism: one thread each (they inherit this)
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "NUMBA_NUM_THREADS"):
-            os.environ[var] = "1"
-    out = build_msa_db(args.db, args.outdir, args.iterations,
-                       inclusion_evalue=args.inclusion_evalue, jobs=jobs,
-                       progress=_common.progress(args))
+    else:  # the worker processes are the parallelism: one thread each (spawned, they read this)
+        os.environ.update({var: "1" for var in pinned})
+    try:
+        out = build_msa_db(args.db, args.outdir, args.iterations,
+                           inclusion_evalue=args.inclusion_evalue, jobs=jobs,
+                           progress=_common.progress(args))
+    finally:  # this process's own environment as it was: numba refuses to compile again in a
+        # process whose NUMBA_NUM_THREADS differs from the thread pool it started
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
     print(f"homalign makemsa: {out}: complete", file=sys.stderr)
     return 0
