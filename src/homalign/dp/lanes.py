@@ -21,6 +21,11 @@ in registers rather than read from per-pair matrices): the float32 kernel ``_gro
 (:func:`score_local_codes_float32`), and, for an integer-valued matrix and gap costs on an
 AVX-512BW host, the int16 kernel of :mod:`homalign.dp.lanes_int16` (32 pairs a vector), whose
 saturated pairs ``_group_codes`` recomputes: the same scores, float32, either way.
+
+One query profile against many target code sequences (:func:`score_local_profile`, the PSSM
+search): ``_group_profile`` looks the scores of row i up in the profile's row i by each lane's
+target codes, and runs ``_local_row`` with that row's query-side gap costs (the same in every
+lane; the target side costs nothing), so no score matrix or GapCosts is built per target.
 """
 
 from __future__ import annotations
@@ -31,10 +36,13 @@ import numpy as np
 from numba import njit, prange
 
 from homalign.dp import lanes_int16
+from homalign.dp.gaps import GapCosts
+from homalign.dp.pairwise import align_score
 from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at
 
-__all__ = ["LANES", "float_scores", "pack_codes", "score_local_codes", "score_local_codes_float32",
-           "score_local_lanes", "validate_codes_args"]
+__all__ = ["LANES", "float_scores", "pack_codes", "profile_row_costs", "score_local_codes",
+           "score_local_codes_float32", "score_local_lanes", "score_local_profile",
+           "validate_codes_args"]
 
 LANES = 16
 NEG = np.float32(-np.inf)
@@ -414,4 +422,114 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
     if sat.any():  # lanes that reached int16's limit: the float32 kernel, as parasail's sat
         which = np.flatnonzero(sat)
         scores[which] = float_scores(M, go, ge, *packed, which)
+    return scores
+
+
+# ------------------------------------------------ one query profile against many target codes
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group_profile(table, lq, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, out):  # noqa: ANN001, ANN201, PLR0913
+    """Best local score of the query profile (``table``: row i at ``i * 32``, -inf past its K
+    columns) against the targets ``idx`` (<= LANES), S[i, j] = table[i * 32 + t[j]], with the
+    costs of row i ``go_i[i]``, ``ge_i[i]``, ``go_d[i]``, ``ge_d[i]`` in every lane."""
+    n = idx.shape[0]
+    T = 0
+    for u in range(n):
+        T = max(T, tl[idx[u]])
+    tp = (T + LANES - 1) // LANES * LANES
+    ql = _QL_CONST
+    B = np.full((tp + 1) * ql, NEG, dtype=np.float32)
+    pad = np.int32(CODE_TABLE - 1)  # a column of -inf
+    starts = np.zeros(LANES, dtype=np.int64)
+    lens = np.zeros(LANES, dtype=np.int64)
+    for u in range(LANES):  # unused lanes: no codes read, all pad
+        starts[u] = to[idx[u]] if u < n else to[idx[0]]
+        lens[u] = tl[idx[u]] if u < n else 0
+    rows = np.zeros(LANES, dtype=np.int32)
+    zero = np.float32(0.0)
+    for i in range(lq):
+        r = np.int32(i * CODE_TABLE)
+        for u in range(LANES):
+            rows[u] = r
+        for j0 in range(0, T, LANES):
+            lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
+        _local_row(B, ql, T, go_i[i], ge_i[i], go_d[i], ge_d[i], zero)
+    for u in range(n):
+        b = B[_QB + u]
+        out[u] = b if b > zero else zero
+
+
+@njit(cache=True, parallel=True)
+def _run_profile(table, lq, tc, to, tl, order, go_i, ge_i, go_d, ge_d, scores):  # noqa: ANN001, ANN201, PLR0913
+    ng = (order.shape[0] + LANES - 1) // LANES
+    for p0 in prange(ng):
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
+        idx = order[g * LANES:min(order.shape[0], (g + 1) * LANES)]
+        o = np.zeros(idx.shape[0], dtype=np.float32)
+        _group_profile(table, lq, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, o)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = o[u]
+
+
+def profile_row_costs(gaps: GapCosts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(go_i, ge_i, go_d, ge_d), float32 (Lq,): the costs of row i (0-based) of a local DP
+    whose gaps are ``gaps`` with every target-side vector zero, formed exactly as
+    :func:`homalign.dp.kernels.score_general` forms them from ``gaps.kernel_vectors()``: an I
+    cell of row i costs ``qio[i] + tio[j]`` (open) or ``qie[i] + tie[j]`` (extend), a D cell of
+    row i ``tdo[j] + qdo[i + 1]`` or ``tde[j] + qde[i + 1]``; with the target side zero,
+    ``tio = tie = tdo = tde = 0.0`` in float32, the same sums whatever j."""
+    qio, qie, _, _, _, _, qdo, qde = gaps.kernel_vectors()
+    z = np.float32(0.0)
+    return ((qio + z).astype(np.float32), (qie + z).astype(np.float32),
+            (z + qdo[1:]).astype(np.float32), (z + qde[1:]).astype(np.float32))
+
+
+def score_local_profile(profile: np.ndarray, targets: Sequence, q_ins_open: np.ndarray,
+                        q_ins_ext: np.ndarray, q_del_open: np.ndarray,
+                        q_del_ext: np.ndarray) -> np.ndarray:
+    """float32 local (Smith-Waterman) scores of one query profile against each target.
+
+    ``profile``: (Lq, K) scores, K < 32 columns indexed by target residue code (a PSSM);
+    ``targets``: integer code sequences, each code in [0, K); the gap vectors: the query side
+    of :class:`homalign.dp.GapCosts` (``q_ins_*`` of length Lq, ``q_del_*`` Lq + 1, as
+    ``GapCosts.from_vectors(Lq, Lt, q_ins_open=..., ...)`` takes them; the target side is zero).
+
+    Score k equals, bit for bit, ``align_score(profile[:, targets[k]], GapCosts.from_vectors(Lq,
+    len(targets[k]), q_ins_open=..., q_ins_ext=..., q_del_open=..., q_del_ext=...), "local")``
+    (float32 ``==``; tests check it): 16 targets at a time, sorted by length, through
+    ``_group_profile``, whose lanes look their scores up in the profile row of the current query
+    position (:func:`homalign.dp.simd.lookup_lanes16`) and perform ``score_general``'s float32
+    operations on the costs of :func:`profile_row_costs`. Groups run in parallel (numba threads).
+
+    Raises ValueError (as ``align_score`` does for an empty matrix) for a profile that is not
+    2-D with Lq >= 1 and 1 <= K < 32, or not finite; an empty target; codes outside [0, K);
+    gap vectors of the wrong length or not finite. Gap vectors
+    with a negative entry (outside the fast kernels' condition) take the general path instead:
+    ``align_score`` per target, the same result.
+    """
+    P = np.asarray(profile, dtype=np.float32)
+    if P.ndim != 2 or P.shape[0] < 1 or not 1 <= P.shape[1] < CODE_TABLE:
+        raise ValueError(f"profile must be (Lq, K) with Lq >= 1 and 1 <= K < {CODE_TABLE}, "
+                         f"got shape {P.shape}")
+    if not np.all(np.isfinite(P)):
+        raise ValueError("profile must be finite")
+    lq, K = P.shape
+    gaps = GapCosts.from_vectors(lq, 0, q_ins_open=q_ins_open, q_ins_ext=q_ins_ext,
+                                 q_del_open=q_del_open, q_del_ext=q_del_ext)
+    n = len(targets)
+    if n == 0:
+        return np.zeros(0, dtype=np.float32)
+    tc, to, tl = pack_codes(targets, K)
+    if tl.min() < 1:
+        raise ValueError("targets must be non-empty")
+    if not gaps.nonnegative:
+        vec = {"q_ins_open": gaps.q_ins_open, "q_ins_ext": gaps.q_ins_ext,
+               "q_del_open": gaps.q_del_open, "q_del_ext": gaps.q_del_ext}
+        return np.array([align_score(P[:, tc[o:o + m]], GapCosts.from_vectors(lq, int(m), **vec),
+                                     "local") for o, m in zip(to, tl, strict=True)],
+                        dtype=np.float32)
+    table = np.full(lq * CODE_TABLE, NEG, dtype=np.float32)
+    table.reshape(lq, CODE_TABLE)[:, :K] = P
+    order = np.argsort(tl, kind="stable").astype(np.int64)
+    scores = np.zeros(n, dtype=np.float32)
+    _run_profile(table, lq, tc, to, tl, order, *profile_row_costs(gaps), scores)
     return scores

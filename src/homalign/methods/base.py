@@ -127,6 +127,11 @@ class Method:
     None; ``search`` then scores all candidates of a query in batched, compiled passes over the
     database's stored target embeddings instead of calling ``score`` per pair (same scores), and
     traces its hits back with ``align_hits`` (optional) in one call.
+    ``score_many(qrep, target_codes, **options)`` (optional) returns the float64 scores that
+    ``score`` and :func:`homalign.score.pair_scores.score_values` give the prepared query against
+    each target of ``target_codes`` (residue code sequences), the same numbers, in one call
+    (``pssm``: the query profile against the targets in a 16-lane kernel, no score matrix per
+    target); ``search`` uses it for the candidates when present.
     """
 
     name: str
@@ -145,6 +150,8 @@ class Method:
     align_hits: Callable[..., list[Alignment]] | None = None
     null_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
     ranking: Callable[[], Any] | None = None  # -> homalign.model.ranking.RankingModel | None
+    #: ``(qrep, target_codes, **options)`` → float64 scores of the query against each target
+    score_many: Callable[..., np.ndarray] | None = None
     #: the method's options, the one place they are declared (None: undeclared, not checked)
     options: tuple[Option, ...] | None = None
 
@@ -187,7 +194,7 @@ class Method:
 
         return replace(self, align=wrap(self.align), prepare=wrap(self.prepare, ("role",)),
                        score=wrap(self.score), align_prepared=wrap(self.align_prepared),
-                       align_hits=wrap(self.align_hits))
+                       align_hits=wrap(self.align_hits), score_many=wrap(self.score_many))
 
 
 def dp_method(

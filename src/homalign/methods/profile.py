@@ -47,6 +47,7 @@ from homalign.methods.base import Method, Option, PairScores
 from homalign.profile.hmm import ProfileHMM, pair_gap_costs
 from homalign.profile.profile import Profile
 from homalign.profile.sources import get_profile, read_msa_file, resolve_source
+from homalign.score.pair_scores import score_values
 from homalign.score.profile_scores import (
     compass_scores,
     hhsearch_scores,
@@ -223,6 +224,26 @@ def score_pssm(q: Any, t: Any, *, gap_open: float = 11.0, gap_extend: float = 1.
     return PairScores(S, gaps, "local")
 
 
+def score_many_pssm(q: Any, target_codes: list[np.ndarray], *, gap_open: float = 11.0,
+                    gap_extend: float = 1.0, pssm_kind: str = "logodds") -> np.ndarray:
+    """float64 :func:`score_pssm` local scores of the query against each target's residue
+    codes, equal to ``score_values([score_pssm(q, t) ...])``: the query's PSSM and query-side
+    gap vectors (the GapCosts ``score_pssm`` builds, whose target side is zero) through
+    :func:`homalign.dp.lanes.score_local_profile`, no score matrix per target. A PSSM that is
+    not finite takes ``score_pssm``'s path, target by target."""
+    from homalign.dp.lanes import score_local_profile
+
+    q = _rep(q)
+    pssm = q.pssm(pssm_kind)
+    if not np.all(np.isfinite(pssm)):
+        return score_values([PairScores(pssm_sequence_scores(pssm, c),
+                                        q.query_gap_costs(len(c), gap_open, gap_extend), "local")
+                             for c in target_codes])
+    g = q.query_gap_costs(0, gap_open, gap_extend)  # the query side alone (any Lt: the same)
+    return score_local_profile(pssm, target_codes, g.q_ins_open, g.q_ins_ext, g.q_del_open,
+                               g.q_del_ext).astype(np.float64)
+
+
 def score_profile_profile(q: Any, t: Any, *, score: str = "compass", gap_open: float = 11.0,
                           gap_extend: float = 1.0, shift: float = 0.40, scale: float = 48.0
                           ) -> PairScores:
@@ -351,20 +372,27 @@ def _mac_available() -> str | None:
 
 
 def _entry(name: str, kind: str, description: str, scorer, options: tuple[Option, ...],
-           align=None, available=None) -> Method:
+           align=None, available=None, many=None) -> Method:
+    """A registry entry of ``scorer``; ``many`` (optional): its one-query-many-targets form
+    (``Method.score_many``), taking the same keyword options as ``scorer``."""
     defaults = _defaults(options)
 
     def score(q: Any, t: Any, **opts: Any) -> PairScores:
         return scorer(q, t, **_score_options(scorer, {**defaults, **opts}))
 
+    score_many = None
+    if many is not None:
+        def score_many(q: Any, target_codes: list[np.ndarray], **opts: Any) -> np.ndarray:
+            return many(q, target_codes, **_score_options(scorer, {**defaults, **opts}))
+
     return Method(name, kind, description, align or _dp_align(name, scorer, defaults),
                   prepare, score, available or (lambda: None), defaults=defaults,
-                  options=options)
+                  options=options, score_many=score_many)
 
 
 register(_entry("pssm", "profile",
                 "PSI-BLAST class: query PSSM against the target sequence, MSA-derived gap costs",
-                score_pssm, PSSM_OPTIONS))
+                score_pssm, PSSM_OPTIONS, many=score_many_pssm))
 register(_entry("profile-profile", "profile",
                 "profile against profile; score='compass' (default) or 'prof_sim'",
                 score_profile_profile, COMPASS_OPTIONS))

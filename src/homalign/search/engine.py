@@ -6,7 +6,9 @@ Steps for each query:
    (:mod:`homalign.search.prefilter`) pick the targets worth a full DP;
 2. **score**: for DP methods (``Method.prepare`` and ``Method.score`` exist) the query is prepared
    once (or ``query_rep`` is used) and scored against every candidate with the score-only
-   :func:`homalign.dp.align_batch`; ``sw`` with a plain substitution matrix takes a compiled fast
+   :func:`homalign.dp.align_batch`, or in one ``Method.score_many`` call where the method has
+   one (``pssm``: the query profile against the candidates' codes in a 16-lane kernel, same
+   scores); ``sw`` with a plain substitution matrix takes a compiled fast
    path over the packed database (:mod:`homalign.search.sw_scores`, same scores); peers (methods
    without prepare/score) call ``Method.align`` per candidate;
 3. **statistics**: E-values from :func:`homalign.search.calibration.evd_params`
@@ -95,6 +97,9 @@ def _is_fast_sw(method: Method, query_rep: Any, options: dict[str, Any]) -> bool
 
 def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarray,
                options: dict[str, Any]) -> np.ndarray:
+    if method.score_many is not None:  # one call, the same scores (pssm: a profile kernel)
+        codes = [reps.db.codes_of(int(t)) for t in candidates]
+        return np.asarray(method.score_many(qrep, codes, **options), dtype=np.float64)
     assert method.score is not None
     out = np.empty(len(candidates), dtype=np.float64)
     for start in range(0, len(candidates), BATCH):
