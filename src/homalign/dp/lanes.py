@@ -3,10 +3,14 @@
 The pairs of a group run as one DP over the largest query and target length of the group, each
 cell a vector of ``LANES`` float32 values, one pair per lane; a pair's cells outside its own
 matrix score -inf, so they never reach a real cell (paths only go down and right) and never beat
-one (gap costs are >= 0). All per-cell state of a column lives in one buffer at fixed offsets
-(``_Q*``): LLVM then proves the lane loop free of aliasing and emits whole-vector code, the
-sequential D recurrence included (each lane runs its own). Each row of scores is moved into the
-lanes by :func:`homalign.dp.simd.pack_lanes16` (16 x 16 transposes in registers).
+one (gap costs are >= 0). A group's columns live in one lane-major buffer of column blocks at
+fixed slot offsets (``_Q*``); each row of scores is moved into the S slots by
+:func:`homalign.dp.simd.pack_lanes16` (16 x 16 transposes in registers), then the row runs as
+LLVM IR on ``<16 x float>`` (``_local_row``, ``_local_row_vec``: one loop, four columns a trip):
+the values one column passes to the next (the diagonal H of the row above, T, D and the running
+best) stay in registers, and a column only loads its S, H, E (and position-specific costs) and
+stores its H and E. The IR uses only vector ``fadd``, ``fsub``, ``fcmp`` and ``select`` (no
+fast-math, no fused operations), so it lowers on any CPU.
 
 Two kernels: ``_group_const`` for a group whose pairs all have the same position-independent
 costs (scalars, 7 slots a column) and ``_group_vec`` for position-specific costs (the eight
@@ -33,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from homalign.dp import lanes_int16
 from homalign.dp.gaps import GapCosts
@@ -46,10 +52,11 @@ __all__ = ["LANES", "float_scores", "pack_codes", "profile_row_costs", "score_lo
 
 LANES = 16
 NEG = np.float32(-np.inf)
-# slots of a column block (LANES floats each): S, the states H, I (E), D, T = max(M, I), O = H of
-# the row above (saved before it is overwritten: the next column's diagonal), B = running best;
-# position-specific costs add the target's costs of the column (I: t_ins at column j, D: t_del
-# of residue j) and the lane's query-side costs of the row (copied along the row)
+# slots of a column block (LANES floats each): S, the states H, I (E) of the row above until
+# this row overwrites them; column 0's B slot: the running best (written at the end of each row);
+# D, T, O: unused past column 0 (those values pass between columns in registers); position-
+# specific costs add the target's costs of the column (I: t_ins at column j, D: t_del of residue
+# j) and the lane's query-side costs of the row (in column 0's AO, AE, RO, RE slots)
 (_QS, _QH, _QE, _QD, _QT, _QO, _QB,
  _QTIO, _QTIE, _QTDO, _QTDE, _QAO, _QAE, _QRO, _QRE) = (k * LANES for k in range(15))
 _QL_CONST = 7 * LANES
@@ -76,35 +83,142 @@ def pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes):  # 
                         j0 * LANES, NEG)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _local_row(B, ql, T, go_i, ge_i, go_d, ge_d, zero):  # noqa: ANN001, ANN202, PLR0913
-    """One row of the 16 lanes' local recurrences with shared affine costs, over the T columns of
-    the lane-major buffer ``B`` (its S row packed); then the running best to column 0. Column 0
-    (local mode): H = I = T = -inf, so D starts at -inf; O, D, T stay -inf."""
-    for jj in range(T):
-        pb = jj * ql  # column jj (done for this row); base: column jj + 1
-        base = pb + ql
-        for u in range(LANES):
-            hd = B[pb + _QO + u]  # H(i-1, j-1)
-            hu = B[base + _QH + u]  # H(i-1, j)
-            B[base + _QO + u] = hu
-            m = (hd if hd > zero else zero) + B[base + _QS + u]
-            e1 = hu - go_i
-            e2 = B[base + _QE + u] - ge_i
-            e = e1 if e1 > e2 else e2
-            B[base + _QE + u] = e
-            t = m if m > e else e
-            d1 = B[pb + _QT + u] - go_d
-            d2 = B[pb + _QD + u] - ge_d
-            d = d1 if d1 > d2 else d2
-            B[base + _QD + u] = d
-            B[base + _QT + u] = t
-            h = t if t > d else d
-            B[base + _QH + u] = h
-            b = B[pb + _QB + u]
-            B[base + _QB + u] = h if h > b else b
-    for u in range(LANES):  # the running best, to column 0 for the next row
-        B[_QB + u] = B[T * ql + _QB + u]
+_f32 = ir.FloatType()
+_i32 = ir.IntType(32)
+_i64 = ir.IntType(64)
+_V = ir.VectorType(_f32, LANES)
+_VI = ir.VectorType(_i32, LANES)
+_UNROLL = 4  # columns per trip of the row loop (then one column a trip for the rest)
+
+
+def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
+    """The <16 x float> at element offset ``off`` (an i64 value) of the float pointer ``ptr``."""
+    return builder.load(builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=4)
+
+
+def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
+    builder.store(val, builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=4)
+
+
+def _splat(builder, x):  # noqa: ANN001, ANN202
+    """<16 x float> of the float ``x``."""
+    undef = ir.Constant(_V, ir.Undefined)
+    v = builder.insert_element(undef, x, ir.Constant(_i32, 0))
+    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES))
+
+
+def _vmax(builder, v, t):  # noqa: ANN001, ANN202
+    """``v if v > t else t`` per lane, as the scalar kernels write it (``t`` when either is NaN)."""
+    return builder.select(builder.fcmp_ordered(">", v, t), v, t)
+
+
+def _row_codegen(vec: bool):  # noqa: ANN202
+    """The body of :func:`_local_row` (``vec``: of :func:`_local_row_vec`)."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        b = builder
+        i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+        B_, T_ = args[0], args[1]
+        bp = context.make_array(signature.args[0])(context, b, B_).data
+        ql = _QL if vec else _QL_CONST
+        zero = ir.Constant(_V, [0.0] * LANES)
+        if vec:  # the lanes' query-side costs of the row, in column 0's slots
+            ao, ae, ro, re = (_vload(b, bp, i64(s)) for s in (_QAO, _QAE, _QRO, _QRE))
+        else:
+            goi, gei, god, ged = (_splat(b, x) for x in args[2:6])
+
+        def column(jj, hd, t, d, best):  # noqa: ANN001, ANN202
+            """Column jj + 1 from column jj's carried (O, T, D, B): the new ones."""
+            cp = b.gep(bp, [b.mul(b.add(jj, i64(1)), i64(ql))])
+            s = _vload(b, cp, i64(_QS))
+            hu = _vload(b, cp, i64(_QH))
+            eu = _vload(b, cp, i64(_QE))
+            if vec:
+                c_io = b.fadd(ao, _vload(b, cp, i64(_QTIO)))
+                c_ie = b.fadd(ae, _vload(b, cp, i64(_QTIE)))
+                c_do = b.fadd(_vload(b, cp, i64(_QTDO)), ro)
+                c_de = b.fadd(_vload(b, cp, i64(_QTDE)), re)
+            else:
+                c_io, c_ie, c_do, c_de = goi, gei, god, ged
+            m = b.fadd(_vmax(b, hd, zero), s)
+            e = _vmax(b, b.fsub(hu, c_io), b.fsub(eu, c_ie))
+            _vstore(b, e, cp, i64(_QE))
+            tn = _vmax(b, m, e)
+            dn = _vmax(b, b.fsub(t, c_do), b.fsub(d, c_de))
+            h = _vmax(b, tn, dn)
+            _vstore(b, h, cp, i64(_QH))
+            return hu, tn, dn, _vmax(b, h, best)
+
+        # column 0 (local mode): O = T = D = -inf; B: the running best of the rows above
+        ninf = ir.Constant(_V, [float("-inf")] * LANES)
+        carry0 = [ninf, ninf, ninf, _vload(b, bp, i64(_QB))]
+        nu = b.and_(T_, i64(-_UNROLL))  # columns done _UNROLL a trip
+
+        def loop(name, start, stop, step, carry_in):  # noqa: ANN001, ANN202
+            pre = b.block
+            body = b.append_basic_block(f"{name}.body")
+            done = b.append_basic_block(f"{name}.done")
+            b.cbranch(b.icmp_signed("<", start, stop), body, done)
+            b.position_at_end(body)
+            jj = b.phi(_i64)
+            cs = [b.phi(_V) for _ in carry_in]
+            cur = list(cs)
+            for k in range(step):
+                cur = list(column(b.add(jj, i64(k)), *cur))
+            jn = b.add(jj, i64(step))
+            end = b.block
+            jj.add_incoming(start, pre)
+            jj.add_incoming(jn, end)
+            for p, c0, c1 in zip(cs, carry_in, cur, strict=True):
+                p.add_incoming(c0, pre)
+                p.add_incoming(c1, end)
+            b.cbranch(b.icmp_signed("<", jn, stop), body, done)
+            b.position_at_end(done)
+            outs = []
+            for c0, c1 in zip(carry_in, cur, strict=True):
+                p = b.phi(_V)
+                p.add_incoming(c0, pre)
+                p.add_incoming(c1, end)
+                outs.append(p)
+            jout = b.phi(_i64)
+            jout.add_incoming(start, pre)
+            jout.add_incoming(jn, end)
+            return jout, outs
+
+        j1, carry = loop("row4", i64(0), nu, _UNROLL, carry0)
+        _, carry = loop("row1", j1, T_, 1, carry)
+        _vstore(b, carry[3], bp, i64(_QB))  # the running best, to column 0 for the next row
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def _local_row(typingctx, B, T, go_i, ge_i, go_d, ge_d):  # noqa: ANN001, ANN201, ARG001
+    """One row of the 16 lanes' local recurrences with shared affine costs (float32 scalars),
+    over columns 1 .. T of the lane-major buffer ``B`` (blocks of ``_QL_CONST`` floats, its S
+    row packed; H and E of the row above, overwritten by this row's), then the running best to
+    column 0's B slot. Column 0 (local mode): H = I = T = -inf, so D starts at -inf.
+
+    Straight LLVM IR on ``<16 x float>`` (vector ``fsub``, ``fadd``, ``fcmp`` and ``select``
+    only): the values one column passes to the next (H of the row above on the diagonal, T, D
+    and the running best) stay in registers; a column loads S, H and E and stores H and E."""
+    f32 = types.float32
+    if not (isinstance(B, types.Array) and B.dtype == f32 and B.ndim == 1
+            and isinstance(T, types.Integer) and all(x == f32 for x in (go_i, ge_i, go_d, ge_d))):
+        return None
+    return types.void(B, types.int64, f32, f32, f32, f32), _row_codegen(False)
+
+
+@intrinsic
+def _local_row_vec(typingctx, B, T):  # noqa: ANN001, ANN201, ARG001
+    """:func:`_local_row` with position-specific costs (blocks of ``_QL`` floats): an I cell
+    costs ``ao + tio`` / ``ae + tie`` (the lane's query-side row costs in column 0's AO, AE slots
+    plus the column's), a D cell ``tdo + ro`` / ``tde + re``, as ``score_general`` adds them."""
+    if not (isinstance(B, types.Array) and B.dtype == types.float32 and B.ndim == 1
+            and isinstance(T, types.Integer)):
+        return None
+    return types.void(B, types.int64), _row_codegen(True)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -126,7 +240,7 @@ def _group_const(addrs, idx, lqs, lts, go_i, ge_i, go_d, ge_d, out):  # noqa: AN
     zero = np.float32(0.0)
     for i in range(Q):
         pack_row(B, ql, addrs, idx, lqs, lts, i, T, starts, lens, ones, zcodes)
-        _local_row(B, ql, T, go_i, ge_i, go_d, ge_d, zero)
+        _local_row(B, T, go_i, ge_i, go_d, ge_d)
     for u in range(n):
         b = B[_QB + u]
         out[u] = b if b > zero else zero
@@ -178,38 +292,7 @@ def _group_vec(addrs, idx, lqs, lts, vecs, v_off, out):  # noqa: ANN001, ANN201,
                 B[_QAE + u] = zero
                 B[_QRO + u] = zero
                 B[_QRE + u] = zero
-        for jj in range(T):
-            pb = jj * ql
-            base = pb + ql
-            for u in range(LANES):
-                ao = B[pb + _QAO + u]
-                ae = B[pb + _QAE + u]
-                ro = B[pb + _QRO + u]
-                re = B[pb + _QRE + u]
-                B[base + _QAO + u] = ao
-                B[base + _QAE + u] = ae
-                B[base + _QRO + u] = ro
-                B[base + _QRE + u] = re
-                hd = B[pb + _QO + u]
-                hu = B[base + _QH + u]
-                B[base + _QO + u] = hu
-                m = (hd if hd > zero else zero) + B[base + _QS + u]
-                e1 = hu - (ao + B[base + _QTIO + u])
-                e2 = B[base + _QE + u] - (ae + B[base + _QTIE + u])
-                e = e1 if e1 > e2 else e2
-                B[base + _QE + u] = e
-                t = m if m > e else e
-                d1 = B[pb + _QT + u] - (B[base + _QTDO + u] + ro)
-                d2 = B[pb + _QD + u] - (B[base + _QTDE + u] + re)
-                d = d1 if d1 > d2 else d2
-                B[base + _QD + u] = d
-                B[base + _QT + u] = t
-                h = t if t > d else d
-                B[base + _QH + u] = h
-                b = B[pb + _QB + u]
-                B[base + _QB + u] = h if h > b else b
-        for u in range(LANES):
-            B[_QB + u] = B[T * ql + _QB + u]
+        _local_row_vec(B, T)
     for u in range(n):
         b = B[_QB + u]
         out[u] = b if b > zero else zero
@@ -302,7 +385,7 @@ def _group_codes(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, ou
             rows[u] = qc[qo[k] + i] * CODE_TABLE if i < ql_[k] else CODE_TABLE * CODE_TABLE
         for j0 in range(0, T, LANES):
             lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
-        _local_row(B, ql, T, go_i, ge_i, go_d, ge_d, zero)
+        _local_row(B, T, go_i, ge_i, go_d, ge_d)
     for u in range(n):
         b = B[_QB + u]
         out[u] = b if b > zero else zero
@@ -452,7 +535,7 @@ def _group_profile(table, lq, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, out):  # 
             rows[u] = r
         for j0 in range(0, T, LANES):
             lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
-        _local_row(B, ql, T, go_i[i], ge_i[i], go_d[i], ge_d[i], zero)
+        _local_row(B, T, go_i[i], ge_i[i], go_d[i], ge_d[i])
     for u in range(n):
         b = B[_QB + u]
         out[u] = b if b > zero else zero
