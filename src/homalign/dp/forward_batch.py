@@ -56,13 +56,14 @@ the brute-force enumeration.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from homalign.dp.simd import TABLE, pack_lanes16, prefetch
+from homalign.dp.simd import TABLE, array_data, pack_lanes16, prefetch, splat, vload, vmax, vstore
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -140,33 +141,21 @@ _i32 = ir.IntType(32)
 _i64 = ir.IntType(64)
 _V = ir.VectorType(_f32, LANES)
 _VI = ir.VectorType(_i32, LANES)
+_data = array_data
+_vload = partial(vload, lanes=LANES, align=4)
+_vstore = partial(vstore, align=4)
+_splat = partial(splat, vtype=_V)
+_vmax = vmax
 
 
-def _data(context, builder, ty, val):  # noqa: ANN001, ANN202
-    return context.make_array(ty)(context, builder, val).data
 
 
-def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
-    """The <16 x float> at element offset ``off`` (int) of the float pointer ``ptr``."""
-    p = builder.gep(ptr, [ir.Constant(_i64, off)])
-    return builder.load(builder.bitcast(p, _V.as_pointer()), align=4)
 
 
-def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
-    p = builder.gep(ptr, [ir.Constant(_i64, off)])
-    builder.store(val, builder.bitcast(p, _V.as_pointer()), align=4)
 
 
-def _splat(builder, x):  # noqa: ANN001, ANN202
-    """<16 x float> of the float ``x``."""
-    undef = ir.Constant(_V, ir.Undefined)
-    v = builder.insert_element(undef, x, ir.Constant(_i32, 0))
-    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES))
 
 
-def _vmax(builder, v, t):  # noqa: ANN001, ANN202
-    """``v if v > t else t`` per lane (``t`` when ``v`` is NaN)."""
-    return builder.select(builder.fcmp_ordered(">", v, t), v, t)
 
 
 def _sweep_codegen(tail: bool):  # noqa: ANN202

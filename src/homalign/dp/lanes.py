@@ -35,6 +35,7 @@ lane; the target side costs nothing), so no score matrix or GapCosts is built pe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 from llvmlite import ir
@@ -44,7 +45,7 @@ from numba.extending import intrinsic
 from homalign.dp import lanes_int16
 from homalign.dp.gaps import GapCosts
 from homalign.dp.pairwise import align_score
-from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at
+from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at, splat, vload, vmax, vstore
 
 __all__ = ["LANES", "float_scores", "pack_codes", "profile_row_costs", "score_local_codes",
            "score_local_codes_float32", "score_local_lanes", "score_local_profile",
@@ -88,28 +89,19 @@ _i32 = ir.IntType(32)
 _i64 = ir.IntType(64)
 _V = ir.VectorType(_f32, LANES)
 _VI = ir.VectorType(_i32, LANES)
+_vload = partial(vload, lanes=LANES, align=4)
+_vstore = partial(vstore, align=4)
+_splat = partial(splat, vtype=_V)
+_vmax = vmax
 _UNROLL = 4  # columns per trip of the row loop (then one column a trip for the rest)
 
 
-def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
-    """The <16 x float> at element offset ``off`` (an i64 value) of the float pointer ``ptr``."""
-    return builder.load(builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=4)
 
 
-def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
-    builder.store(val, builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=4)
 
 
-def _splat(builder, x):  # noqa: ANN001, ANN202
-    """<16 x float> of the float ``x``."""
-    undef = ir.Constant(_V, ir.Undefined)
-    v = builder.insert_element(undef, x, ir.Constant(_i32, 0))
-    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES))
 
 
-def _vmax(builder, v, t):  # noqa: ANN001, ANN202
-    """``v if v > t else t`` per lane, as the scalar kernels write it (``t`` when either is NaN)."""
-    return builder.select(builder.fcmp_ordered(">", v, t), v, t)
 
 
 def _row_codegen(vec: bool):  # noqa: ANN202

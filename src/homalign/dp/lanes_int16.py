@@ -51,6 +51,8 @@ kernel alone.
 
 from __future__ import annotations
 
+from functools import partial
+
 import llvmlite.binding as llb
 import numba
 import numpy as np
@@ -58,6 +60,8 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from homalign.dp.simd import array_data, splat, vload, vstore
 
 __all__ = ["AVAILABLE", "LANES16", "TABLE16", "int16_limit", "int16_scores"]
 
@@ -88,26 +92,18 @@ _i32 = ir.IntType(32)
 _i64 = ir.IntType(64)
 _V = ir.VectorType(_i16, LANES16)
 _VI = ir.VectorType(_i32, LANES16)
+_data = array_data
+_vload = partial(vload, lanes=LANES16, align=2)
+_vstore = partial(vstore, align=2)
+_splat = partial(splat, vtype=_V)
 
 
-def _data(context, builder, ty, val):  # noqa: ANN001, ANN202
-    return context.make_array(ty)(context, builder, val).data
 
 
-def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
-    """The <32 x i16> at element offset ``off`` (i64) of the int16 pointer ``ptr``."""
-    return builder.load(builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=2)
 
 
-def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
-    builder.store(val, builder.bitcast(builder.gep(ptr, [off]), _V.as_pointer()), align=2)
 
 
-def _splat(builder, x):  # noqa: ANN001, ANN202
-    """<32 x i16> of the int64 value ``x`` (truncated)."""
-    undef = ir.Constant(_V, ir.Undefined)
-    v = builder.insert_element(undef, builder.trunc(x, _i16), ir.Constant(_i32, 0))
-    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES16))
 
 
 def _fn(builder, name, nargs):  # noqa: ANN001, ANN202

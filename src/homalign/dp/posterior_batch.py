@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import numba
 import numpy as np
@@ -93,7 +94,17 @@ from numba.extending import intrinsic
 from homalign.dp.gaps import GapCosts
 from homalign.dp.modes import LOCAL, SEMIGLOBAL, mode_code
 from homalign.dp.posterior import forward_backward
-from homalign.dp.simd import FTZ_DAZ, get_mxcsr, set_mxcsr, transpose16
+from homalign.dp.simd import (
+    FTZ_DAZ,
+    array_data,
+    get_mxcsr,
+    set_mxcsr,
+    splat,
+    transpose16,
+    vload,
+    vmax,
+    vstore,
+)
 
 __all__ = ["GROUP_BYTES", "LANES", "POSTERIOR_TOLERANCE", "posteriors_many"]
 
@@ -133,6 +144,11 @@ _i64 = ir.IntType(64)
 _V = ir.VectorType(_f32, LANES)
 _VI = ir.VectorType(_i32, LANES)
 _VB = ir.VectorType(ir.IntType(1), LANES)
+_data = array_data
+_vload = partial(vload, lanes=LANES, align=4)
+_vstore = partial(vstore, align=4)
+_splat_i32 = partial(splat, vtype=_VI)
+_vmax = vmax
 
 # slots (LANES floats each) of the per-row state a chunk kernel reads and writes back
 _INV, _BEG, _A, _B, _ML, _XL, _YL, _DG, _SUM, _TOP, _CHK = range(11)
@@ -149,18 +165,10 @@ def _iv(x: int) -> ir.Constant:
     return ir.Constant(_VI, [int(x)] * LANES)
 
 
-def _data(context, builder, ty, val):  # noqa: ANN001, ANN202
-    return context.make_array(ty)(context, builder, val).data
 
 
-def _vload(builder, ptr, off):  # noqa: ANN001, ANN202
-    """The <16 x T> at element offset ``off`` (i64) of ``ptr``."""
-    vt = ir.VectorType(ptr.type.pointee, LANES)
-    return builder.load(builder.bitcast(builder.gep(ptr, [off]), vt.as_pointer()), align=4)
 
 
-def _vstore(builder, val, ptr, off):  # noqa: ANN001, ANN202
-    builder.store(val, builder.bitcast(builder.gep(ptr, [off]), val.type.as_pointer()), align=4)
 
 
 def _i(x: int) -> ir.Constant:
@@ -177,10 +185,6 @@ def _lane_masks(builder, lp, start):  # noqa: ANN001, ANN202
         rem, undef, ir.Constant(_VI, [u] * LANES))) for u in range(LANES)]
 
 
-def _splat_i32(builder, x):  # noqa: ANN001, ANN202
-    undef = ir.Constant(_VI, ir.Undefined)
-    v = builder.insert_element(undef, builder.trunc(x, _i32), ir.Constant(_i32, 0))
-    return builder.shuffle_vector(v, undef, ir.Constant(_VI, [0] * LANES))
 
 
 def _load_columns(builder, ap, lp, start):  # noqa: ANN001, ANN202
@@ -215,9 +219,6 @@ def _ir_exp(builder, x):  # noqa: ANN001, ANN202
     return b.select(b.fcmp_ordered(">=", x, _fv(_LO)), e, _fv(0.0))
 
 
-def _vmax(builder, v, t):  # noqa: ANN001, ANN202
-    """``v if v > t else t`` per lane."""
-    return builder.select(builder.fcmp_ordered(">", v, t), v, t)
 
 
 @intrinsic

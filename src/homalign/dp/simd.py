@@ -22,8 +22,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "get_mxcsr", "lookup_lanes16", "pack_lanes16",
-           "pack_lanes16_at", "set_mxcsr", "transpose16"]
+__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "array_data", "get_mxcsr", "lookup_lanes16",
+           "pack_lanes16", "pack_lanes16_at", "set_mxcsr", "splat", "transpose16", "vload",
+           "vmax", "vstore"]
 
 _N = 16
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
@@ -53,6 +54,49 @@ _i64 = ir.IntType(64)
 _V = ir.VectorType(_f32, _N)
 _VI = ir.VectorType(_i32, _N)
 _VB = ir.VectorType(ir.IntType(1), _N)
+
+
+
+# --- IR building blocks of the lane kernels (dp.forward_batch, dp.lanes, dp.lanes_int16,
+# dp.posterior_batch): written once here
+def array_data(context, builder, ty, val):  # noqa: ANN001, ANN201
+    """The data pointer of the numba array ``val`` of type ``ty``."""
+    return context.make_array(ty)(context, builder, val).data
+
+
+def _offset(off):  # noqa: ANN001, ANN202
+    return off if isinstance(off, ir.Value) else ir.Constant(_i64, int(off))
+
+
+def vload(builder, ptr, off, lanes: int, align: int):  # noqa: ANN001, ANN201
+    """The ``<lanes x T>`` vector at element offset ``off`` (an int or an i64 value) of the
+    ``T`` pointer ``ptr``, loaded with alignment ``align`` bytes."""
+    vt = ir.VectorType(ptr.type.pointee, lanes)
+    return builder.load(builder.bitcast(builder.gep(ptr, [_offset(off)]), vt.as_pointer()),
+                        align=align)
+
+
+def vstore(builder, val, ptr, off, align: int) -> None:  # noqa: ANN001
+    """Store the vector ``val`` at element offset ``off`` of ``ptr`` (alignment ``align``)."""
+    builder.store(val, builder.bitcast(builder.gep(ptr, [_offset(off)]), val.type.as_pointer()),
+                  align=align)
+
+
+def splat(builder, x, vtype):  # noqa: ANN001, ANN201
+    """A ``vtype`` vector with every element ``x`` (an integer wider than the element is
+    truncated)."""
+    if x.type != vtype.element:
+        x = builder.trunc(x, vtype.element)
+    undef = ir.Constant(vtype, ir.Undefined)
+    v = builder.insert_element(undef, x, ir.Constant(_i32, 0))
+    mask = ir.Constant(ir.VectorType(_i32, vtype.count), [0] * vtype.count)
+    return builder.shuffle_vector(v, undef, mask)
+
+
+def vmax(builder, v, t):  # noqa: ANN001, ANN201
+    """``v if v > t else t`` per lane (``t`` where either is NaN), as the scalar kernels write
+    it."""
+    return builder.select(builder.fcmp_ordered(">", v, t), v, t)
 
 
 class _VecGEP(ir.Instruction):
