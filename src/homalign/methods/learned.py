@@ -301,12 +301,8 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     pmode = mode or model.cfg.decode_mode
     if decode == "mea" and pmode in ("local", "semiglobal"):
         from homalign.dp import GapCosts
-        from homalign.dp.posterior_batch import posteriors_many
 
-        g0 = scored[0][1]
-        posteriors = list(posteriors_many([S for S, _ in scored], g0.q_ins_open, g0.q_ins_ext,
-                                          [g.t_del_open for _, g in scored],
-                                          [g.t_del_ext for _, g in scored], mode=pmode)[0])
+        posteriors = _posteriors_of(scored, pmode)
         # MEA paths (mac_align: sum of P - threshold, gaps free, local) in one lane batch
         cut = np.float32(model.cfg.mea_threshold if threshold is None else float(threshold))
         paths = align_batch([np.asarray(P, dtype=np.float32) - cut for P in posteriors],
@@ -328,6 +324,30 @@ _POSTERIOR_CACHE: OrderedDict[tuple, np.ndarray] = OrderedDict()
 _POSTERIOR_CACHE_BYTES = 128 * 2**20  # a protein's posteriors against its homologues recur
 
 
+def _posteriors_of(scored: list, mode: str) -> list[np.ndarray]:
+    """Posterior matrices of one query's ``scored`` pairs ((S, GapCosts) from ``score_many``:
+    the query's gap vectors shared, the targets' their own), 16 targets at a time
+    (:func:`homalign.dp.posterior_batch.posteriors_many`), local or semiglobal ``mode``."""
+    from homalign.dp.posterior_batch import posteriors_many
+
+    g0 = scored[0][1]
+    return list(posteriors_many([S for S, _ in scored], g0.q_ins_open, g0.q_ins_ext,
+                                [g.t_del_open for _, g in scored],
+                                [g.t_del_ext for _, g in scored], mode=mode)[0])
+
+
+def _cache_put(key: tuple, P: np.ndarray) -> np.ndarray:
+    """Keep ``P`` (as float32) in the posterior cache, the oldest entries dropped past
+    :data:`_POSTERIOR_CACHE_BYTES`; returns it."""
+    P = np.asarray(P, dtype=np.float32)
+    _POSTERIOR_CACHE[key] = P
+    total = sum(v.nbytes for v in _POSTERIOR_CACHE.values())
+    while total > _POSTERIOR_CACHE_BYTES and len(_POSTERIOR_CACHE) > 1:
+        _, old = _POSTERIOR_CACHE.popitem(last=False)
+        total -= old.nbytes
+    return P
+
+
 def _cached_posterior(model: Any, mode: str, a: Sequence, e_a: Any, b: Sequence,
                       e_b: Any | None) -> np.ndarray:
     """The posterior matrix of ``a`` against ``b`` (``b`` embedded here if ``e_b`` is None),
@@ -343,13 +363,7 @@ def _cached_posterior(model: Any, mode: str, a: Sequence, e_a: Any, b: Sequence,
     if e_b is None:
         e_b = model.embed(b.codes)
     P = posterior_matrix(*model.score_embedded(a.codes, e_a, b.codes, e_b), mode=mode)
-    P = np.asarray(P, dtype=np.float32)
-    _POSTERIOR_CACHE[key] = P
-    total = sum(v.nbytes for v in _POSTERIOR_CACHE.values())
-    while total > _POSTERIOR_CACHE_BYTES and len(_POSTERIOR_CACHE) > 1:
-        _, old = _POSTERIOR_CACHE.popitem(last=False)
-        total -= old.nbytes
-    return P
+    return _cache_put(key, P)
 
 
 def _cached_posteriors(model: Any, mode: str, a: Sequence, e_a: Any, bs: list[Sequence],
@@ -377,22 +391,10 @@ def _cached_posteriors(model: Any, mode: str, a: Sequence, e_a: Any, bs: list[Se
         for k in missing:
             out[k] = _cached_posterior(model, mode, a, e_a, bs[k], embedded[bs[k].residues])
         return out  # type: ignore[return-value]
-    from homalign.dp.posterior_batch import posteriors_many
-
     scored = model.score_many(a.codes, e_a, [bs[k].codes for k in missing],
                               [embedded[bs[k].residues] for k in missing])
-    g0 = scored[0][1]
-    Ps = posteriors_many([S for S, _ in scored], g0.q_ins_open, g0.q_ins_ext,
-                         [g.t_del_open for _, g in scored], [g.t_del_ext for _, g in scored],
-                         mode=mode)[0]
-    for k, P in zip(missing, Ps, strict=True):
-        P = np.asarray(P, dtype=np.float32)
-        _POSTERIOR_CACHE[(id(model), mode, a.residues, bs[k].residues)] = P
-        out[k] = P
-    total = sum(v.nbytes for v in _POSTERIOR_CACHE.values())
-    while total > _POSTERIOR_CACHE_BYTES and len(_POSTERIOR_CACHE) > 1:
-        _, old = _POSTERIOR_CACHE.popitem(last=False)
-        total -= old.nbytes
+    for k, P in zip(missing, _posteriors_of(scored, mode), strict=True):
+        out[k] = _cache_put((id(model), mode, a.residues, bs[k].residues), P)
     return out  # type: ignore[return-value]
 
 
