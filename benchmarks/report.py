@@ -14,6 +14,8 @@ table is made from the CSV:
 ``table`` prints the named columns (all, if ``cols`` is omitted); ``ratio=F1:nw`` adds a column
 ``F1 / nw`` dividing by the row whose ``key`` column (default ``method``, else the first column)
 is ``nw``. ``value`` prints one cell, or with ``ratio`` the cell divided by another row's.
+A section in ``KEY_ROWS`` (a results file with one long table) shows only the key rows of its
+first table, without median columns, and links its results file for the full table.
 After re-running a benchmark, copy its CSV or edit its section, then run this script.
 """
 
@@ -31,6 +33,32 @@ OUT = ROOT.parent / "BENCHMARKS.md"
 SECTIONS = ["alignment", "learned", "search", "search_profiles", "learned_speed", "profile",
             "dp", "train"]
 PLACEHOLDER = re.compile(r"\{\{(table|value) ([^}]*)\}\}")
+# section -> (which rows are shown, what the full table adds, the key rows in order). A key row is
+# the first row not yet shown whose text holds every string of its tuple and none of those marked
+# "!" (case-insensitive); where no row matches, that key row is left out.
+KEY_ROWS: dict[str, tuple[str, str, list[tuple[str, ...]]]] = {
+    "dp": ("300x300 and one thread where measured, each homalign path next to parasail's",
+           "all sizes, 2 threads, medians", [
+        ("align_score", "integer", "300x300", "!non-integer", "!per pair"),
+        ("parasail", "sw_striped_sat", "300x300"),
+        ("score_local_codes", "int16", "1 thread", "!one query", "!float32"),
+        ("score_local_codes_float32", "1 thread", "!one query"),
+        ("parasail", "sw_striped_16", "1 thread", "!one query", "!trace"),
+        ("score_local_codes", "int16", "one query", "1 thread", "!float32"),
+        ("score_local_codes_float32", "one query", "1 thread"),
+        ("parasail", "sw_striped_16", "one query", "1 thread", "!trace"),
+        ("score_local_profile", "300x300"),
+        ("align_batch score-only", "same 16 pairs", "300x300"),
+        ("align (traceback)", "300x300", "!checkpoint"),
+        ("align_batch traceback", "100 pairs", "1 thread", "!global", "!position-specific",
+         "!per-pair", "!first 16"),
+        ("parasail", "sw_trace_striped_16", "1 thread"),
+        ("local_forward_batch", "1 thread", "!scalar"),
+        ("posterior_matrix", "300x300", "!pair by pair"),
+        ("posteriors_many",),
+        ("posterior_matrix", "pair by pair"),
+    ]),
+}
 
 
 def _rows(name: str) -> list[dict[str, str]]:
@@ -101,10 +129,41 @@ def _value(text: str) -> str:
     return _fmt(v, col)
 
 
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _key_rows(name: str, text: str) -> str:
+    """``text`` with its first table cut to the key rows of ``KEY_ROWS[name]``, less median
+    columns, after a line linking the results file."""
+    what, full, picks = KEY_ROWS[name]
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return text
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    head, body = _cells(lines[start]), lines[start + 2:end]
+    keep = [i for i, c in enumerate(head) if "median" not in c.lower()]
+    shown: list[str] = []
+    for pick in picks:
+        want = [p.lower() for p in pick if not p.startswith("!")]
+        avoid = [p[1:].lower() for p in pick if p.startswith("!")]
+        shown += [r for r in body if r not in shown
+                  and all(w in r.lower() for w in want)
+                  and not any(a in r.lower() for a in avoid)][:1]
+    path = f"benchmarks/results/{name}.md"
+    table = [f"Key rows ({len(shown)} of {len(body)}: {what}); the full table ({full}) is in "
+             f"[`{path}`]({path}).", "",
+             "| " + " | ".join(head[i] for i in keep) + " |", "|" + "---|" * len(keep)]
+    table += ["| " + " | ".join(_cells(r)[i] for i in keep) + " |" for r in shown]
+    return "\n".join(lines[:start] + table + lines[end:])
+
+
 def render() -> str:
     parts = [(RESULTS / "headline.md").read_text().rstrip("\n")]
     for name in SECTIONS:
-        parts.append((RESULTS / f"{name}.md").read_text().rstrip("\n"))
+        section = (RESULTS / f"{name}.md").read_text().rstrip("\n")
+        parts.append(_key_rows(name, section) if name in KEY_ROWS else section)
     text = "\n\n---\n\n".join(parts) + "\n"
 
     def sub(m: re.Match[str]) -> str:
