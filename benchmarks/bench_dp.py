@@ -31,7 +31,8 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
 * head to head at 1 and 2 threads (``--threads``) on ``--pairs`` (100) random 300x300 BLOSUM62
   pairs, 11/1: ``align_score`` per pair, ``align_batch`` score-only and with traceback (the
   16-lane kernel dp.trace_lanes; also global mode, position-specific gaps, and the per-pair
-  kernel it replaced, paths checked equal), and parasail's ``sw_striped_16`` (its 16-bit
+  kernel it replaced, paths checked equal), ``dp.align_codes`` (the same traceback kernel on code
+  sequences and the matrix, scores looked up in registers; paths checked equal), and parasail's ``sw_striped_16`` (its 16-bit
   striped kernel) and ``sw_trace_striped_16`` with its CIGAR (2 threads via a thread pool, the
   ctypes call releases the GIL), scores checked equal; ``align_batch`` also on the first 16
   pairs alone, whose matrices stay in cache (homalign reads a float32 matrix per pair where
@@ -66,7 +67,7 @@ import numba
 import numpy as np
 from Bio.Align import substitution_matrices
 
-from homalign.dp import GapCosts, align, align_batch, align_score, trace_lanes
+from homalign.dp import GapCosts, align, align_batch, align_codes, align_score, trace_lanes
 from homalign.dp.checkpoint import align_checkpointed, block_rows
 from homalign.dp.forward_batch import local_forward_batch
 from homalign.dp.lanes import score_local_codes, score_local_codes_float32, score_local_profile
@@ -268,6 +269,11 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
     tcodes = [np.array([AA.index(c) for c in t]) for _, t in pairs]
     assert [float(x) for x in score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)] == ref
     assert [float(x) for x in score_local_codes_float32(qcodes, tcodes, sub, 11.0, 1.0)] == ref
+    for mode in ("local", "global"):  # align_codes == align_batch on the codes' matrices
+        a = align_codes(qcodes[:20], tcodes[:20], sub, 11.0, 1.0, mode)
+        b = align_batch(mats[:20], gl[:20], mode, False)
+        assert [(x.score, x.cigar, x.q_start, x.t_start) for x in a] == [
+            (x.score, x.cigar, x.q_start, x.t_start) for x in b], "align_codes differs"
     one_q = [qcodes[0]] * n  # one query against all the targets (the database-search layout)
     one_pairs = [(pairs[0][0], t) for _, t in pairs]
     ref_one = score_local_codes_float32(one_q, tcodes, sub, 11.0, 1.0)
@@ -293,6 +299,10 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                          lambda: align_batch(mats, gl, "local", False)))
             runs.append(("homalign align_batch traceback, first 16 pairs (S cached)",
                          lambda: align_batch(mats[:16], gl[:16], "local", False)))
+            runs.append(("homalign dp.align_codes traceback (codes + matrix)",
+                         lambda: align_codes(qcodes, tcodes, sub, 11.0, 1.0, "local")))
+            runs.append(("homalign dp.align_codes traceback, global",
+                         lambda: align_codes(qcodes, tcodes, sub, 11.0, 1.0, "global")))
             runs.append(("homalign align_batch traceback, global",
                          lambda: align_batch(mats, gl, "global", False)))
             runs.append(("homalign align_batch traceback, position-specific gaps",

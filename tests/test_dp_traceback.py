@@ -1,7 +1,8 @@
-"""Traceback kernels: the 16-lane batch kernel (dp.trace_lanes) and the checkpointed
-linear-memory path equal the per-pair kernel (gotoh + traceback) exactly: same score bits, same
-path, in every mode, for every lane remainder, with position-specific and negative costs,
-extreme and -inf scores, length-1 sequences and empty alignments; and equal brute force."""
+"""Traceback kernels: the 16-lane batch kernel (dp.trace_lanes), its code-sequence form
+(dp.align_codes) and the checkpointed linear-memory path equal the per-pair kernel (gotoh +
+traceback) exactly: same score bits, same path, in every mode, for every lane remainder, with
+position-specific and negative costs, extreme and -inf scores, length-1 sequences and empty
+alignments; and equal brute force."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 from tests.test_dp_bruteforce import brute_best, random_gap_vectors, reference_align
 
-from homalign.dp import GapCosts, align, align_batch
+from homalign.dp import GapCosts, align, align_batch, align_codes
 from homalign.dp import trace_lanes as tl
 from homalign.dp.batch import _offsets
 from homalign.dp.result import ops_from_cigar
@@ -200,3 +201,37 @@ def test_checkpointed_traceback_of_a_long_pair_uses_little_memory() -> None:
     assert peak < 3001 * 2001 / 4  # well under a byte a cell
     ref = align(S, g, "local")
     assert sc == ref.score and (si, sj) == (ref.q_start, ref.t_start)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_align_codes_equals_align_on_the_matrix_of_the_codes(mode: str) -> None:
+    """align_codes (scores looked up in the lanes) = align of matrix[q][:, t] with uniform gaps:
+    every lane remainder (groups of 1-17 pairs, and the per-pair rest), length-1 sequences,
+    one query against many targets, integer, fractional and extreme matrices, ties."""
+    rng = np.random.default_rng(21)
+    for K, scale, go, ge in ((20, 1.0, 11.0, 1.0), (23, 0.37, 2.5, 0.25), (5, 1e5, 1e5, 0.0),
+                             (3, 1.0, 0.0, 0.0)):
+        M = (rng.integers(-4, 6, (K, K)) * scale).astype(np.float32)
+        for n in (1, 3, 4, 15, 16, 17, 33):
+            qs = [rng.integers(0, K, int(rng.integers(1, 40))) for _ in range(n)]
+            ts = [rng.integers(0, K, int(rng.integers(1, 40))) for _ in range(n)]
+            if n == 17:  # one query object against all the targets
+                qs = [qs[0]] * n
+            got = align_codes(qs, ts, M, go, ge, mode)
+            for q, t, r in zip(qs, ts, got, strict=True):
+                S = np.ascontiguousarray(M[q][:, t])
+                _same(align(S, GapCosts.uniform(len(q), len(t), go, ge), mode), r)
+
+
+def test_align_codes_rejects_bad_input() -> None:
+    M = np.zeros((20, 20), np.float32)
+    q = np.zeros(5, np.int64)
+    with pytest.raises(ValueError, match="pair 1: sequences must be non-empty"):
+        align_codes([q, q], [q, q[:0]], M)
+    with pytest.raises(ValueError, match="codes must lie"):
+        align_codes([q + 20], [q], M)
+    with pytest.raises(ValueError, match="differ in number"):
+        align_codes([q], [q, q], M)
+    with pytest.raises(ValueError, match="gap costs"):
+        align_codes([q], [q], M, gap_open=-2.0)
+    assert align_codes([], [], M) == []

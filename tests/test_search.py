@@ -101,6 +101,24 @@ def test_search_ranks_family_members_first(small_db):
         assert h.evalue <= 10.0
 
 
+@pytest.mark.parametrize("method", ["sw", "glocal"])
+def test_sequence_search_hits_carry_the_alignment_align_gives(small_db, method):
+    """A sequence method traces its hits back in one batched call (dp.align_codes): the same
+    alignment, score and path, as the method's own pairwise align."""
+    from homalign.methods import get_method
+
+    db, _ = small_db
+    m = get_method(method)
+    q = db.sequence(db.index_of("fam3_1"))
+    hits = search(q, db, method=method, evalue=1e3, gap_open=10.0, gap_extend=2.0)
+    assert len(hits) >= 5
+    for h in hits:
+        ref = m.align(q, db.sequence(h.target_index), gap_open=10.0, gap_extend=2.0)
+        assert h.alignment.score == ref.score
+        assert np.array_equal(h.alignment.pairs, ref.pairs)
+        assert h.alignment.method == method and h.alignment.target_id == h.target_id
+
+
 def test_evalue_threshold_and_max_hits(small_db):
     db, _ = small_db
     q = db.sequence(db.index_of("fam1_0"))

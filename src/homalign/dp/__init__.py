@@ -23,7 +23,9 @@ Conventions:
   scores| < 2**24) -> ``score_integral`` (the D recurrence as a running maximum); other constant
   costs with go >= ge >= 0 -> ``score_constant`` (row pairs); position-specific non-negative
   costs -> ``score_general`` (two rows); anything else (negative costs) -> the three-state kernel.
-  ``align_batch`` runs the same kernels in a ``prange`` over pairs.
+  ``align_batch`` runs the same kernels in a ``prange`` over pairs (tracebacks 16 pairs at a
+  time, :mod:`homalign.dp.trace_lanes`); ``align_codes`` takes code sequences and a plain matrix
+  instead of score matrices, as parasail does, and gives ``align_batch``'s results.
 * Scores may contain -inf (a pair that may not be aligned); NaN and +inf are rejected.
 * Tie-breaking (deterministic): at every cell the predecessor is chosen in the order begin (start
   the alignment here), M, I, D; the end cell is the first best one in row-major order, states in
@@ -36,10 +38,10 @@ maximum-accuracy (MAC) decoding are in :mod:`homalign.dp.posterior`; the posteri
 against many targets, 16 at a time, in :mod:`homalign.dp.posterior_batch`.
 """
 
-from homalign.dp.batch import align_batch
+from homalign.dp.batch import align_batch, align_codes
 from homalign.dp.gaps import GapCosts
 from homalign.dp.modes import MODES
 from homalign.dp.pairwise import align, align_score
 from homalign.dp.result import DPResult
 
-__all__ = ["GapCosts", "DPResult", "MODES", "align", "align_score", "align_batch"]
+__all__ = ["GapCosts", "DPResult", "MODES", "align", "align_score", "align_batch", "align_codes"]

@@ -22,7 +22,7 @@ from homalign.dp import pairwise
 from homalign.dp.checkpoint import align_checkpointed
 from homalign.dp.gaps import GapCosts
 from homalign.dp.kernels import gotoh, score_constant, score_general, score_integral, traceback
-from homalign.dp.lanes import score_local_lanes
+from homalign.dp.lanes import code_table, pack_codes, score_local_lanes, validate_codes_args
 from homalign.dp.modes import LOCAL, mode_code
 from homalign.dp.pairwise import integral_bound_ok, validate_scores
 from homalign.dp.result import DPResult
@@ -221,3 +221,52 @@ def align_batch(
         ops[o_off[k]:o_off[k] + kops.shape[0]] = kops
         meta[k] = (kops.shape[0], si, sj)
     return _results(scores, ops, o_off, meta, lqs, lts, mode)
+
+
+def align_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
+                gap_open: float = 11.0, gap_extend: float = 1.0,
+                mode: str = "local") -> list[DPResult]:
+    """Align (with traceback) the pairs ``(queries[k], targets[k])`` of integer code sequences
+    under a plain substitution ``matrix`` (K x K, K < 32) and BLAST-convention affine gaps (a gap
+    of k residues costs ``gap_open + k * gap_extend``), as parasail's interface takes them: the
+    same DPResults as :func:`align_batch` of ``matrix[q][:, t]`` with
+    ``GapCosts.uniform(lq, lt, gap_open, gap_extend)``, but the 16-lane kernel looks each row's
+    scores up in registers (:mod:`homalign.dp.trace_lanes`), so no matrix is built or read per
+    pair. Pairs the lanes leave (a group of fewer than four, or a pair too large for a group)
+    go through :func:`align_batch`."""
+    code = mode_code(mode)
+    M, _, _ = validate_codes_args(matrix, len(queries), len(targets), gap_open, gap_extend, None)
+    n = len(queries)
+    if n == 0:
+        return []
+    K = M.shape[0]
+    qc, qo, lqs = pack_codes(queries, K)
+    tc, to, lts = pack_codes(targets, K)
+
+    def matrices(ks: np.ndarray) -> list[np.ndarray]:
+        return [np.ascontiguousarray(M[qc[qo[k]:qo[k] + lqs[k]]][:, tc[to[k]:to[k] + lts[k]]])
+                for k in ks.tolist()]
+
+    empty = np.flatnonzero((lqs == 0) | (lts == 0))
+    if empty.size:
+        raise ValueError(f"pair {int(empty[0])}: sequences must be non-empty (a "
+                         f"{int(lqs[empty[0]])}x{int(lts[empty[0]])} score matrix)")
+    one = GapCosts.uniform(1, 1, gap_open, gap_extend)
+    kv1 = one.kernel_vectors()
+    sizes = (lqs, lqs, lts + 1, lts + 1, lts, lts, lqs + 1, lqs + 1)
+    vecs = tuple(np.full(int(sz.sum()), v[0], dtype=np.float32)
+                 for v, sz in zip(kv1, sizes, strict=True))
+    v_off = np.stack([_offsets(lqs), _offsets(lts + 1), _offsets(lts), _offsets(lqs + 1)], axis=1)
+    ops = np.empty(int((lqs + lts).sum()), dtype=np.uint8)
+    o_off = _offsets(lqs + lts)
+    scores = np.empty(n, dtype=np.float32)
+    meta = np.zeros((n, 3), dtype=np.int64)
+    done = trace_lanes(None, lqs, lts, vecs, v_off, code, [one.constant_costs()] * n, ops, o_off,
+                       scores, meta, codes=(code_table(M), qc, qo, tc, to))
+    results = _results(scores, ops, o_off, meta, lqs, lts, mode)
+    rest = np.setdiff1d(np.arange(n), done)
+    if rest.size:
+        gaps = [GapCosts.uniform(int(lqs[k]), int(lts[k]), gap_open, gap_extend) for k in rest]
+        for k, r in zip(rest.tolist(), align_batch(matrices(rest), gaps, mode), strict=True):
+            results[k] = r
+    return results

@@ -47,7 +47,7 @@ from homalign.dp.gaps import GapCosts
 from homalign.dp.pairwise import align_score
 from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at, splat, vload, vmax, vstore
 
-__all__ = ["LANES", "float_scores", "pack_codes", "profile_row_costs", "score_local_codes",
+__all__ = ["CODE_TABLE", "LANES", "code_table", "float_scores", "pack_codes", "profile_row_costs", "score_local_codes",
            "score_local_codes_float32", "score_local_lanes", "score_local_profile",
            "validate_codes_args"]
 
@@ -435,14 +435,22 @@ def pack_codes(seqs: Sequence, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return flat.astype(np.int32), offs, lens
 
 
+def code_table(M: np.ndarray) -> np.ndarray:
+    """The lanes' lookup table of a K x K matrix (K < CODE_TABLE): float32
+    ``(CODE_TABLE + 1) * CODE_TABLE``, ``table[a * CODE_TABLE + b] = M[a, b]``; -inf in the
+    other columns (the pad code ``CODE_TABLE - 1``) and in the last row (rows past a query)."""
+    K = M.shape[0]
+    table = np.full((CODE_TABLE + 1) * CODE_TABLE, NEG, dtype=np.float32)
+    table[:CODE_TABLE * CODE_TABLE].reshape(CODE_TABLE, CODE_TABLE)[:K, :K] = M
+    return table
+
+
 def float_scores(M: np.ndarray, go: np.float32, ge: np.float32, qc: np.ndarray, qo: np.ndarray,
                  ql_: np.ndarray, tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
                  which: np.ndarray | None = None) -> np.ndarray:
     """float32 scores of the packed pairs (:func:`pack_codes`; all of them, or those of
     ``which``, in that order) by the 16-lane float32 kernel."""
-    K = M.shape[0]
-    table = np.full((CODE_TABLE + 1) * CODE_TABLE, NEG, dtype=np.float32)
-    table[:CODE_TABLE * CODE_TABLE].reshape(CODE_TABLE, CODE_TABLE)[:K, :K] = M
+    table = code_table(M)
     n = ql_.shape[0]
     w = np.arange(n, dtype=np.int64) if which is None else np.asarray(which, dtype=np.int64)
     order = w[np.lexsort((ql_[w], tl[w]))]

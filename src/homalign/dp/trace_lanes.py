@@ -2,26 +2,33 @@
 
 The pairs of a group run as one three-state Gotoh DP over the group's largest query and target
 length, each cell a vector of ``LANES`` float32 values (one pair per lane), with the state of a
-column at fixed offsets of one buffer (``_T*``) as in :mod:`homalign.dp.lanes`, so the lane
-loop compiles to whole-vector code. Every lane performs, cell by cell, the same float32
-operations in the same order as :func:`homalign.dp.kernels.gotoh` (position-specific costs,
-any finite values, all four modes) and writes the same uint8 cell code (see the kernels module)
-into a lane-interleaved direction matrix, ``dirs[(i * W + j) * LANES + u]``: one byte per cell,
-16 lanes in one 16-byte line. A pair's cells outside its own matrix never feed a cell inside it
-(paths only go down and right), and its end cells are taken only inside it, in the same
-row-major order and state order as ``gotoh``, so score, end cell, codes and therefore the path
-the unchanged :func:`homalign.dp.kernels.traceback` walk returns are identical to the per-pair
-kernel's.
+column at fixed offsets of one buffer (``_T*``) as in :mod:`homalign.dp.lanes`. Each row's
+scores come from the pairs' score matrices (:func:`homalign.dp.lanes.pack_row`) or, for code
+sequences and one plain matrix, are looked up in registers
+(:func:`homalign.dp.simd.lookup_lanes16`); the row then runs as LLVM IR on ``<16 x float>``
+(the ``_row_*`` intrinsics: the values one column hands the next stay in registers). Every lane
+performs, cell by cell, the same float32 operations in the same order as
+:func:`homalign.dp.kernels.gotoh` (position-specific costs, any finite values, all four modes)
+and writes the same uint8 cell code (see the kernels module) into a lane-interleaved direction
+matrix, ``dirs[(i * W + j) * LANES + u]``: one byte per cell, 16 lanes in one 16-byte line. A
+pair's cells outside its own matrix never feed a cell inside it (paths only go down and right),
+and its end cells are taken only inside it, in the same row-major order and state order as
+``gotoh``, so score, end cell, codes and therefore the path the unchanged
+:func:`homalign.dp.kernels.traceback` walk returns are identical to the per-pair kernel's.
 """
 
 from __future__ import annotations
 
-import numpy as np
-from numba import get_num_threads, get_thread_id, njit, prange
+from functools import partial
 
-from homalign.dp.lanes import pack_row
+import numpy as np
+from llvmlite import ir
+from numba import get_num_threads, get_thread_id, njit, prange, types
+from numba.extending import intrinsic
+
+from homalign.dp.lanes import CODE_TABLE, pack_row
 from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
-from homalign.dp.simd import TABLE, prefetch
+from homalign.dp.simd import TABLE, array_data, lookup_lanes16, prefetch, splat, vload, vstore
 
 __all__ = ["LANES", "MAX_GROUP_CELLS", "MIN_FILL", "trace_lanes"]
 
@@ -29,13 +36,16 @@ LANES = 16
 NEG = np.float32(-np.inf)
 # slots of a column block (LANES floats each): S; H = max(BM, M, I, D) of the row above, then of
 # this row; O = H of the row above (saved: the next column's diagonal); G = max(BG, M, D);
-# E = I; F = 1 where G came from D (the tie rule of the I recurrence); M; T = max(BG, M, I);
+# E = I; F = 1 where G came from D (the tie rule of the I recurrence); T = max(BG, M, I);
 # D; the target's costs of the column (I at column j: t_ins_*[j]; D into column j:
-# t_del_*[j - 1]); the lane's query-side costs of the row (copied along it); the running local
-# best (value, cell index i * W + j as float)
-(_TS, _TH, _TO, _TG, _TE, _TF, _TM, _TT, _TD, _TTIO, _TTIE, _TTDO, _TTDE,
- _TAO, _TAE, _TRO, _TRE, _TBV, _TBP) = (k * LANES for k in range(19))
-_TL = 19 * LANES
+# t_del_*[j - 1]); the lane's query-side costs of the row; the running local best (value, cell
+# index i * W + j as float). Past column 0 a row stores only H, G and E (and its codes): O, T,
+# D, the row's costs and the running best pass along it in registers and reach column T's slots
+# at its end, F of the row above is bit 3 of its code, and an end cell's value and state are
+# its H and its code's state (_end_row)
+(_TS, _TH, _TO, _TG, _TE, _TF, _TT, _TD, _TTIO, _TTIE, _TTDO, _TTDE,
+ _TAO, _TAE, _TRO, _TRE, _TBV, _TBP) = (k * LANES for k in range(18))
+_TL = 18 * LANES
 MIN_FILL = 4  # a smaller group is left to the per-pair kernel
 MAX_GROUP_CELLS = 1 << 20  # (Q + 1) * (T + 1) of a group: 16 MiB of directions
 
@@ -66,8 +76,11 @@ def _is_end(mode: int, i: int, j: int, lq: int, lt: int) -> bool:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _end_row(B, ql, i, n, idx, lqs, lts, mode, b0, ends):  # noqa: ANN001, PLR0913
-    """Fold row i's end cells of every lane into ``ends`` (non-local modes; as gotoh)."""
+def _end_row(B, ql, i, n, idx, lqs, lts, mode, b0, ends, dirs, W):  # noqa: ANN001, PLR0913
+    """Fold row i's end cells of every lane into ``ends`` (non-local modes), as gotoh does. Its
+    walk over begin, M, I, D with ``>`` keeps the first state of the cell's maximum when that
+    beats the running best: the cell's H (the maximum; column 0's includes begin) and its
+    code's state (the first state reaching it), which is all the rows store."""
     for u in range(n):
         k = idx[u]
         lq = lqs[k]
@@ -82,111 +95,170 @@ def _end_row(B, ql, i, n, idx, lqs, lts, mode, b0, ends):  # noqa: ANN001, PLR09
         for j in range(lo, lt + 1):
             if not _is_end(mode, i, j, lq, lt):
                 continue
-            c = j * ql + u
-            b = b0 if j == 0 else NEG
-            if b > best:
-                best = b
-                ends[u, 1], ends[u, 2], ends[u, 3] = i, j, 0
-            if B[c + _TM] > best:
-                best = B[c + _TM]
-                ends[u, 1], ends[u, 2], ends[u, 3] = i, j, 1
-            if B[c + _TE] > best:
-                best = B[c + _TE]
-                ends[u, 1], ends[u, 2], ends[u, 3] = i, j, 2
-            if B[c + _TD] > best:
-                best = B[c + _TD]
-                ends[u, 1], ends[u, 2], ends[u, 3] = i, j, 3
+            h = B[j * ql + _TH + u]
+            if h > best:
+                best = h
+                ends[u, 1], ends[u, 2] = i, j
+                ends[u, 3] = dirs[(i * W + j) * LANES + u] & 3
         ends[u, 0] = best
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _row(B, T, dirs, dw, p0, z, go_i, ge_i, go_d, ge_d, const, local):  # noqa: ANN001, ANN201, PLR0913
-    """Columns 1..T of a row, all lanes: the cell values and codes of gotoh (``dirs`` from
-    ``dw``). ``const``: every lane has the position-independent costs ``go_*``/``ge_*`` (the
-    cost slots are not read); ``local``: the running best is kept and M is not stored."""
-    ql = _TL
-    drow = dirs[dw:dw + (T + 1) * LANES]  # (indices provably >= 0: no wraparound, so whole-vector stores)
-    zero = np.float32(0.0)
-    one = np.float32(1.0)
-    f1 = np.float32(1)
-    f2 = np.float32(2)
-    f3 = np.float32(3)
-    f4 = np.float32(4)
-    f12 = np.float32(12)
-    f16 = np.float32(16)
-    f32 = np.float32(32)
-    f64 = np.float32(64)
-    f128 = np.float32(128)
-    for jj in range(T):
-        pb = jj * ql
-        base = pb + ql
-        db = (jj + 1) * LANES
-        pos = np.float32(p0 + jj + 1)
-        for u in range(LANES):
-            hd = B[pb + _TO + u]
-            hu = B[base + _TH + u]
-            B[base + _TO + u] = hu
-            m = hd + B[base + _TS + u]
+_f32 = ir.FloatType()
+_i8 = ir.IntType(8)
+_i64 = ir.IntType(64)
+_V = ir.VectorType(_f32, LANES)
+_VB8 = ir.VectorType(_i8, LANES)
+_vload = partial(vload, lanes=LANES, align=4)
+_vstore = partial(vstore, align=4)
+_UNROLL = 2  # columns per trip of the row loop (then one column a trip for the rest)
+
+
+def _row_codegen(const: bool, local: bool):  # noqa: ANN202, C901
+    """The body of the ``_row_*`` intrinsics (see :func:`_row_const_local`)."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        b = builder
+        i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+        v8 = lambda x: ir.Constant(_VB8, [int(x)] * LANES)  # noqa: E731
+        B_, T_, dirs_, dw_, p0_, z_ = args[:6]
+        bp = array_data(context, b, signature.args[0], B_)
+        dp = b.gep(array_data(context, b, signature.args[2], dirs_), [dw_])
+        dprev = b.gep(dp, [b.mul(b.add(T_, i64(1)), i64(-LANES))])  # the row above's codes
+        z = splat(b, z_, _V)
+        if const:
+            goi, gei, god, ged = (splat(b, x, _V) for x in args[6:10])
+        else:  # the lane's query-side costs of the row, in column 0's slots
+            ao, ae, ro, re = (_vload(b, bp, i64(s)) for s in (_TAO, _TAE, _TRO, _TRE))
+
+        def column(jj, hd, t, d, bv, bpos):  # noqa: ANN001, ANN202
+            """Column jj + 1 from column jj's carried (O, T, D, best value, best cell)."""
+            cp = b.gep(bp, [b.mul(b.add(jj, i64(1)), i64(_TL))])
+            hu = _vload(b, cp, i64(_TH))
+            m = b.fadd(hd, _vload(b, cp, i64(_TS)))
             if const:
-                xo = B[base + _TG + u] - go_i
-                xe = B[base + _TE + u] - ge_i
+                c_io, c_ie, c_do, c_de = goi, gei, god, ged
             else:
-                ao = B[pb + _TAO + u]
-                ae = B[pb + _TAE + u]
-                B[base + _TAO + u] = ao
-                B[base + _TAE + u] = ae
-                xo = B[base + _TG + u] - (ao + B[base + _TTIO + u])
-                xe = B[base + _TE + u] - (ae + B[base + _TTIE + u])
-            ci = (xe > xo) | ((xe == xo) & (B[base + _TF + u] != zero))
-            e = xe if ci else xo
-            ct = e > m
-            t = e if ct else m
-            if const:
-                xo = B[pb + _TT + u] - go_d
-                xe = B[pb + _TD + u] - ge_d
-            else:
-                ro = B[pb + _TRO + u]
-                re = B[pb + _TRE + u]
-                B[base + _TRO + u] = ro
-                B[base + _TRE + u] = re
-                xo = B[pb + _TT + u] - (B[base + _TTDO + u] + ro)
-                xe = B[pb + _TD + u] - (B[base + _TTDE + u] + re)
-            cd = xe > xo
-            d = xe if cd else xo
-            cg = d > m
-            g = d if cg else m
-            v = z
-            s = zero
-            c = m > v
-            v = m if c else v
-            s = f1 if c else s
-            c = e > v
-            v = e if c else v
-            s = f2 if c else s
-            c = d > v
-            v = d if c else v
-            s = f3 if c else s
-            if not local:
-                B[base + _TM + u] = m
-            B[base + _TE + u] = e
-            B[base + _TT + u] = t
-            B[base + _TD + u] = d
-            B[base + _TG + u] = g
-            B[base + _TF + u] = one if cg else zero
-            B[base + _TH + u] = v
-            # the cell code as an exact float sum (float selects vectorise, integer ones do not)
-            cf = (s + (f12 if cg else f4)) + (
-                (f32 if ct else f16) + ((f64 if ci else zero) + (f128 if cd else zero)))
-            drow[np.uint64(db + u)] = np.uint8(np.int32(cf))
+                c_io = b.fadd(ao, _vload(b, cp, i64(_TTIO)))
+                c_ie = b.fadd(ae, _vload(b, cp, i64(_TTIE)))
+                c_do = b.fadd(_vload(b, cp, i64(_TTDO)), ro)
+                c_de = b.fadd(_vload(b, cp, i64(_TTDE)), re)
+            xo = b.fsub(_vload(b, cp, i64(_TG)), c_io)
+            xe = b.fsub(_vload(b, cp, i64(_TE)), c_ie)
+            # F of the row above: bit 3 of its code (G came from D)
+            fa = vload(b, dprev, b.mul(b.add(jj, i64(1)), i64(LANES)), lanes=LANES, align=1)
+            ci = b.or_(b.fcmp_ordered(">", xe, xo),
+                       b.and_(b.fcmp_ordered("==", xe, xo),
+                              b.icmp_unsigned("!=", b.and_(fa, v8(8)), v8(0))))
+            e = b.select(ci, xe, xo)
+            ct = b.fcmp_ordered(">", e, m)
+            tn = b.select(ct, e, m)
+            xo = b.fsub(t, c_do)
+            xe = b.fsub(d, c_de)
+            cd = b.fcmp_ordered(">", xe, xo)
+            dn = b.select(cd, xe, xo)
+            cg = b.fcmp_ordered(">", dn, m)
+            g = b.select(cg, dn, m)
+            c = b.fcmp_ordered(">", m, z)
+            v = b.select(c, m, z)
+            s = b.select(c, v8(1), v8(0))
+            c = b.fcmp_ordered(">", e, v)
+            v = b.select(c, e, v)
+            s = b.select(c, v8(2), s)
+            c = b.fcmp_ordered(">", dn, v)
+            v = b.select(c, dn, v)
+            s = b.select(c, v8(3), s)
+            _vstore(b, e, cp, i64(_TE))
+            _vstore(b, g, cp, i64(_TG))
+            _vstore(b, v, cp, i64(_TH))
+            code = b.or_(b.or_(s, b.select(cg, v8(12), v8(4))),
+                         b.or_(b.select(ct, v8(32), v8(16)),
+                               b.or_(b.select(ci, v8(64), v8(0)), b.select(cd, v8(128), v8(0)))))
+            vstore(b, code, dp, b.mul(b.add(jj, i64(1)), i64(LANES)), align=1)
             if local:
-                bv = B[pb + _TBV + u]
-                cb = m > bv
-                B[base + _TBV + u] = m if cb else bv
-                B[base + _TBP + u] = pos if cb else B[pb + _TBP + u]
+                pos = splat(b, b.sitofp(b.add(b.add(p0_, jj), i64(1)), _f32), _V)
+                cb = b.fcmp_ordered(">", m, bv)
+                bv = b.select(cb, m, bv)
+                bpos = b.select(cb, pos, bpos)
+            return hu, tn, dn, bv, bpos
+
+        carry0 = [_vload(b, bp, i64(s)) for s in (_TO, _TT, _TD, _TBV, _TBP)]
+        nu = b.and_(T_, i64(-_UNROLL))
+
+        def loop(name, start, stop, step, carry_in):  # noqa: ANN001, ANN202
+            pre = b.block
+            body = b.append_basic_block(f"{name}.body")
+            done = b.append_basic_block(f"{name}.done")
+            b.cbranch(b.icmp_signed("<", start, stop), body, done)
+            b.position_at_end(body)
+            jj = b.phi(_i64)
+            cs = [b.phi(_V) for _ in carry_in]
+            cur = list(cs)
+            for k in range(step):
+                cur = list(column(b.add(jj, i64(k)), *cur))
+            jn = b.add(jj, i64(step))
+            end = b.block
+            jj.add_incoming(start, pre)
+            jj.add_incoming(jn, end)
+            for p, c0, c1 in zip(cs, carry_in, cur, strict=True):
+                p.add_incoming(c0, pre)
+                p.add_incoming(c1, end)
+            b.cbranch(b.icmp_signed("<", jn, stop), body, done)
+            b.position_at_end(done)
+            outs = []
+            for c0, c1 in zip(carry_in, cur, strict=True):
+                p = b.phi(_V)
+                p.add_incoming(c0, pre)
+                p.add_incoming(c1, end)
+                outs.append(p)
+            jout = b.phi(_i64)
+            jout.add_incoming(start, pre)
+            jout.add_incoming(jn, end)
+            return jout, outs
+
+        j1, carry = loop("trow2", i64(0), nu, _UNROLL, carry0)
+        _, carry = loop("trow1", j1, T_, 1, carry)
+        if local:  # the running best, in column T's slots (the next row's column 0 reads them)
+            last = b.gep(bp, [b.mul(T_, i64(_TL))])
+            _vstore(b, carry[3], last, i64(_TBV))
+            _vstore(b, carry[4], last, i64(_TBP))
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _row_intrinsic(const: bool, local: bool):  # noqa: ANN202
+    def typer(typingctx, B, T, dirs, dw, p0, z, go_i, ge_i, go_d, ge_d):  # noqa: ANN001, ANN202, ARG001, PLR0913
+        f32 = types.float32
+        if not (isinstance(B, types.Array) and B.dtype == f32 and B.ndim == 1
+                and isinstance(dirs, types.Array) and dirs.dtype == types.uint8
+                and dirs.ndim == 1 and z == f32
+                and all(x == f32 for x in (go_i, ge_i, go_d, ge_d))):
+            return None
+        sig = types.void(B, types.int64, dirs, types.int64, types.int64, f32, f32, f32, f32, f32)
+        return sig, _row_codegen(const, local)
+
+    return intrinsic(typer)
+
+
+_row_const_local = _row_intrinsic(True, True)
+_row_const_local.__doc__ = """Columns 1..T of row i of the 16 lanes: the cell values and codes of
+:func:`homalign.dp.kernels.gotoh` (codes to ``dirs[dw + (j * LANES) + u]``), each lane with the
+shared position-independent costs ``go_*``/``ge_*``, local mode (the running best and its cell
+``p0 + j`` carried, then written to column T's slots). ``_row_const``, ``_row_vec_local`` and
+``_row_vec``: the other modes (M and D stored for the end cells) and the position-specific costs
+(the lane's query-side costs from column 0's slots plus the column's target costs, added as
+gotoh adds them). LLVM IR on ``<16 x float>``: O (the row above's H on the diagonal), T, D and
+the running best pass between columns in registers; a column loads S, H, G, E, F (and four
+cost slots) and stores H, G, E, F (and M, D) and its 16 code bytes. Vector ``fadd``, ``fsub``,
+``fcmp`` and ``select`` only, in gotoh's order, so every value and code is bit-identical to it."""
+_row_const = _row_intrinsic(True, False)
+_row_vec_local = _row_intrinsic(False, True)
+_row_vec = _row_intrinsic(False, False)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, ends, work):  # noqa: ANN001, ANN201, PLR0913, PLR0915
+def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, ends, work,  # noqa: ANN001, ANN201, PLR0913, PLR0915
+                codes):
     """Fill ``dirs`` ((Q + 1) * (T + 1) * LANES uint8) for the pairs ``idx`` (<= LANES) and
     their end cells ``ends[u] = (score, end_i, end_j, end_state)``, as gotoh does per pair.
     ``const``: all the pairs have the position-independent costs ``cp`` = (go_i, ge_i, go_d,
@@ -233,7 +305,6 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
     bm = zero if local else b
     for u in range(LANES):
         B[_TD + u] = NEG
-        B[_TM + u] = NEG
         B[_TE + u] = NEG
         B[_TT + u] = b
         B[_TG + u] = b
@@ -256,7 +327,6 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
             c = xe > xo
             dv = xe if c else xo
             B[base + _TD + u] = dv
-            B[base + _TM + u] = NEG
             B[base + _TE + u] = NEG
             B[base + _TT + u] = b
             cg = dv > b
@@ -277,14 +347,31 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
                 ends[u, 1], ends[u, 2], ends[u, 3] = 0, lt, 3
     b0 = _begin_col0(mode)
     bm0 = zero if local else b0
+    table, qc, qo, tc, to = codes
+    use_codes = table.shape[0] > 0
+    rows = np.full(LANES, CODE_TABLE * CODE_TABLE, dtype=np.int32)  # the -inf row
+    pad = np.int32(CODE_TABLE - 1)  # a column of -inf
+    if use_codes:
+        for u in range(n):
+            starts[u] = to[idx[u]]
+            lens[u] = lts[idx[u]]
     for i in range(1, Q + 1):
-        pack_row(B, ql, addrs, idx, lqs, lts, i - 1, T, starts, lens, ones, zcodes)
-        for u in range(n):  # the rows two ahead into cache (the matrices stream from DRAM)
-            k = idx[u]
-            if i + 8 < lqs[k]:
-                a = addrs[k] + (i + 8) * lts[k] * 4
-                for off in range(0, lts[k] * 4 + 63, 64):
-                    prefetch(a + off)
+        if use_codes:  # S[i - 1, j] = table[q[i - 1] * 32 + t[j]], -inf outside the pair
+            for u in range(n):
+                k = idx[u]
+                rows[u] = (qc[qo[k] + i - 1] * CODE_TABLE if i <= lqs[k]
+                           else CODE_TABLE * CODE_TABLE)
+            for j0 in range(0, T, LANES):
+                lookup_lanes16(B, j0 * ql + (ql + _TS), ql, table, rows, tc, starts, lens, j0,
+                               pad)
+        else:
+            pack_row(B, ql, addrs, idx, lqs, lts, i - 1, T, starts, lens, ones, zcodes)
+            for u in range(n):  # the rows two ahead into cache (the matrices stream from DRAM)
+                k = idx[u]
+                if i + 8 < lqs[k]:
+                    a = addrs[k] + (i + 8) * lts[k] * 4
+                    for off in range(0, lts[k] * 4 + 63, 64):
+                        prefetch(a + off)
         for u in range(n):
             k = idx[u]
             if i <= lqs[k]:
@@ -324,7 +411,6 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
             B[_TT + u] = t
             B[_TG + u] = b0
             B[_TF + u] = zero
-            B[_TM + u] = NEG
             B[_TD + u] = NEG
             dirs[db + u] = np.uint8(s | (ts << 4) | ((1 if c else 0) << 6))
         if local:  # the running best enters the row at column 0
@@ -332,17 +418,18 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
                 B[_TBV + u] = B[T * ql + _TBV + u]
                 B[_TBP + u] = B[T * ql + _TBP + u]
         dw = i * W * LANES
+        p0 = i * W
         if const:
             if local:
-                _row(B, T, dirs, dw, i * W, z, cp[0], cp[1], cp[2], cp[3], True, True)
+                _row_const_local(B, T, dirs, dw, p0, z, cp[0], cp[1], cp[2], cp[3])
             else:
-                _row(B, T, dirs, dw, i * W, z, cp[0], cp[1], cp[2], cp[3], True, False)
+                _row_const(B, T, dirs, dw, p0, z, cp[0], cp[1], cp[2], cp[3])
         elif local:
-            _row(B, T, dirs, dw, i * W, z, zero, zero, zero, zero, False, True)
+            _row_vec_local(B, T, dirs, dw, p0, z, zero, zero, zero, zero)
         else:
-            _row(B, T, dirs, dw, i * W, z, zero, zero, zero, zero, False, False)
+            _row_vec(B, T, dirs, dw, p0, z, zero, zero, zero, zero)
         if not local:
-            _end_row(B, ql, i, n, idx, lqs, lts, mode, b0, ends)
+            _end_row(B, ql, i, n, idx, lqs, lts, mode, b0, ends, dirs, W)
     if local:
         for u in range(n):
             bv = B[T * ql + _TBV + u]
@@ -382,7 +469,7 @@ def _walk(dirs, W, u, end_i, end_j, end_state, ops):  # noqa: ANN001, ANN201
 
 @njit(cache=True, parallel=True)
 def _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off, mode, gconst, cparams, ops, o_off,  # noqa: PLR0913
-                scores, meta, dirs_work, b_work):  # noqa: ANN001, ANN201, PLR0913
+                scores, meta, dirs_work, b_work, codes):  # noqa: ANN001, ANN201, PLR0913
     ng = bounds.shape[0] - 1
     for p0 in prange(ng):
         g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
@@ -396,7 +483,7 @@ def _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off, mode, gconst, cpara
         dirs = dirs_work[tid]  # a whole row (C-contiguous: whole-vector stores); its head is used
         ends = np.zeros((idx.shape[0], 4), dtype=np.float64)
         _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, gconst[g], cparams[idx[0]], Q, T,
-                    dirs, ends, b_work[tid])
+                    dirs, ends, b_work[tid], codes)
         for u in range(idx.shape[0]):
             k = idx[u]
             nops, si, sj = _walk(dirs, T + 1, u, np.int64(ends[u, 1]), np.int64(ends[u, 2]),
@@ -409,14 +496,17 @@ def _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off, mode, gconst, cpara
 
 def trace_lanes(mats, lqs: np.ndarray, lts: np.ndarray, vecs, v_off: np.ndarray, mode: int,  # noqa: PLR0913
                 consts, ops: np.ndarray, o_off: np.ndarray, scores: np.ndarray,
-                meta: np.ndarray) -> np.ndarray:
+                meta: np.ndarray, codes: tuple | None = None) -> np.ndarray:
     """Align (with traceback) the pairs of ``mats`` (C-contiguous float32) LANES at a time, in
     ``align_batch``'s buffers: packed gap vectors ``vecs``/``v_off``, column codes into ``ops``
     at ``o_off``, ``scores[k]`` and ``meta[k] = (n_ops, start_i, start_j)``. ``consts[k]``: the
     pair's ``GapCosts.constant_costs()`` (or None). Pairs with the same constant costs go
-    together (and the others together), then by shape (target, then query length); groups of fewer than MIN_FILL pairs, and pairs whose
-    group would exceed MAX_GROUP_CELLS, are not run. Returns the pairs aligned."""
-    n = len(mats)
+    together (and the others together), then by shape (target, then query length); groups of
+    fewer than MIN_FILL pairs, and pairs whose group would exceed MAX_GROUP_CELLS, are not run.
+    Returns the pairs aligned. ``codes``: ``(table, qc, qo, tc, to)`` instead of ``mats`` (None):
+    ``S_k[i, j] = table[qc[qo[k] + i] * CODE_TABLE + tc[to[k] + j]]`` (:func:`homalign.dp.lanes.code_table`,
+    :func:`homalign.dp.lanes.pack_codes`), looked up in registers, no matrix per pair."""
+    n = len(lqs)
     small = np.flatnonzero((lqs + 1) * (lts + 1) <= MAX_GROUP_CELLS)
     if small.size < MIN_FILL:
         return small[:0]
@@ -446,7 +536,11 @@ def trace_lanes(mats, lqs: np.ndarray, lts: np.ndarray, vecs, v_off: np.ndarray,
     gconst = np.array([key[order[b]] >= 0 for b in np.cumsum(sizes_g) - sizes_g])
     bounds = np.concatenate(([0], np.cumsum(sizes_g))).astype(np.int64)
     addrs = np.zeros(n, dtype=np.int64)  # the kernel reads the matrices in place
-    for k in order:
+    if codes is None:
+        none_i = np.zeros(0, dtype=np.int32)
+        codes = (np.zeros(0, dtype=np.float32), none_i, np.zeros(0, dtype=np.int64), none_i,
+                 np.zeros(0, dtype=np.int64))
+    for k in (order if mats is not None else ()):
         m = mats[k]
         if not (m.dtype == np.float32 and m.flags.c_contiguous and m.shape == (lqs[k], lts[k])):
             raise ValueError("trace_lanes needs C-contiguous float32 matrices")
@@ -458,7 +552,7 @@ def trace_lanes(mats, lqs: np.ndarray, lts: np.ndarray, vecs, v_off: np.ndarray,
                                  ((tmax + LANES - 1) // LANES * LANES + 1) * _TL)
     try:
         _run_groups(addrs, order, bounds, lqs, lts, vecs, v_off, mode, gconst, cparams, ops,
-                    o_off, scores, meta, dirs_work, b_work)
+                    o_off, scores, meta, dirs_work, b_work, codes)
     finally:
         if dirs_work.nbytes + b_work.nbytes <= _KEEP_BYTES and len(_SCRATCH) < 4:
             _SCRATCH.append((dirs_work, b_work))

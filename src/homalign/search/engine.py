@@ -16,7 +16,8 @@ Steps for each query:
    otherwise), over the whole
    database's residues and sequence count (the effective search space);
 4. **traceback** only for the hits passing the E-value threshold (at most ``max_hits``): in one
-   ``Method.align_hits`` call for a batched ranking (``learned``), else hit by hit.
+   ``Method.align_hits`` call where the method has one (``learned``, the sequence methods),
+   else hit by hit.
 """
 
 from __future__ import annotations
@@ -340,8 +341,9 @@ def search(
         return rank_hits(Hit(q.id, db.ids[int(cand[n])], int(cand[n]), float(scores[n]),
                              float(bits[n]), float(evals[n]), peer_alns.get(int(cand[n])))
                          for n in order)
-    if ranking is not None and m.align_hits is not None and query_rep is None:
-        # the batched ranking's hits are traced back in one call (targets embedded in batches)
+    if m.align_hits is not None and query_rep is None:
+        # the hits are traced back in one call (learned: targets embedded in batches; sequence
+        # methods: the 16-lane traceback kernel)
         alns = m.align_hits(q, [db.sequence(int(cand[n])) for n in order], scores[order],
                             **opts)
         hits = []
