@@ -106,11 +106,12 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "Consistency through database homologues"),
     ),
     "learned (search)": (
-        Tuned("homalign.search.engine:LEARNED_RESCORE", 100,
-              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1092 / 0.4346 at 80 ms a query "
-              "vs 0.1098 / 0.4367 at 96 ms for 150",
+        Tuned("homalign.search.engine:LEARNED_RESCORE", 80,
+              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1142 / 0.4411 at 52.5 ms a query "
+              "vs 0.1130 / 0.4413 at 58.8 ms for 100 (90: 0.1143 / 0.4413; 72: 0.1137 / 0.4389; "
+              "64: 0.1129 / 0.4390)",
               "benchmarks/research/search_depth_tune.py",
-              "Learned rescoring of the best 100 of the prefilter's 1,000, by SW score"),
+              "Learned rescoring of the best 80 of the prefilter's 1,000, by SW score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

@@ -50,7 +50,7 @@ MAX_QUERY_LENGTH = 40_000
 #: at 80 ms a query against 0.1098 / 0.4367 at 96 ms for the best 150 (75: 0.1083 / 0.4316 at
 #: 73 ms); a looser k-mer neighbourhood finds little more (threshold 10: 0.1124 / 0.4338 at
 #: 1.2x the time; 12: 0.1013)
-LEARNED_RESCORE = 100
+LEARNED_RESCORE = 80
 BATCH = 128
 _FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
 
