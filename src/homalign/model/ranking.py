@@ -28,29 +28,12 @@ import torch
 from homalign.dp.forward_batch import local_forward_batch
 from homalign.model.aligner import EMBED_BATCH_RESIDUES
 from homalign.model.inference import ClosedFormScores
+from homalign.score.bilinear import bilinear_exp, exp_inplace
 from homalign.threads import one_blas_thread
 
 #: above this S the float32 match weight exp(S) could overflow; such a target (never seen with
 #: real proteins: per-residue scores are a few nats) is scored by the float64 reference path
 MAX_CELL_SCORE = 60.0
-
-
-def _scores_product(A: np.ndarray, E: np.ndarray, starts: np.ndarray,
-                    lengths: np.ndarray, exp: bool = False) -> np.ndarray:
-    """``A @ E.T`` (Lq, N), or its ``exp`` when ``exp``: one BLAS product per target, on one BLAS
-    thread, so that a target's block depends on that pair alone, never on the batch around it or
-    the thread count (one product over the packed batch would round a column by where it falls
-    in the BLAS's tiles). Twice as fast as a compiled fixed-order dot-product loop on one core.
-    numpy's ``exp`` of each block right after its product, while it is in cache, saves a fifth of
-    the time of one ``exp`` over the whole matrix afterwards (the same values)."""
-    out = np.empty((A.shape[0], E.shape[0]), dtype=np.float32)
-    with one_blas_thread():
-        for s, n in zip(starts.tolist(), lengths.tolist(), strict=True):
-            block = out[:, s:s + n]
-            np.matmul(A, E[s:s + n].T, out=block)
-            if exp:
-                np.exp(block, out=block)
-    return out
 
 
 @dataclass(frozen=True)
@@ -144,13 +127,13 @@ class RankingModel:
         bound = float(np.linalg.norm(q.A, axis=1).max() * np.sqrt(
             np.einsum("ij,ij->i", E, E).max())) + top
         risky = np.zeros(len(lengths), dtype=bool)
-        # numpy's exp: one thread, the same rounding at any --threads
-        S_np = _scores_product(q.A, E, starts, lengths, exp=bound <= MAX_CELL_SCORE)  # (Lq, N)
+        # one BLAS thread and a fixed-order exp: the same values at any --threads
+        S_np = bilinear_exp(q.A, E, starts, lengths, exp=bound <= MAX_CELL_SCORE)  # (Lq, N)
         if bound > MAX_CELL_SCORE:
             risky = np.maximum.reduceat(S_np.max(axis=0), starts) + top > MAX_CELL_SCORE
             if risky.any():
                 S_np[:, np.repeat(risky, lengths)] = 0.0
-            np.exp(S_np, out=S_np)
+            exp_inplace(S_np)
         o, x = self.gap_costs(E)
         out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x, codes,
                                   np.exp(q.profile))
