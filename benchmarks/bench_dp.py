@@ -38,7 +38,7 @@ Lq * Lt / seconds / 1e9, the time including input validation. Rows:
   pairs alone, whose matrices stay in cache (homalign reads a float32 matrix per pair where
   parasail reads two sequences: on 100 pairs the matrices come from DRAM), and
   ``dp.lanes.score_local_codes``, which like parasail takes the sequences (codes) and the
-  matrix: its int16 kernel (dp.lanes_int16, 32 lanes) and the float32 kernel it replaced
+  matrix: its int16 kernel (dp.lanes_int, 32 lanes) and the float32 kernel it replaced
   (``score_local_codes_float32``, 16 lanes), on the same pairs and on the first query against
   all the targets (one query x 100 targets, parasail likewise), scores checked equal;
 * the learned search's batched forward (``local_forward_batch``, the 16-lane kernel and the
@@ -310,12 +310,13 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
             runs.append(("homalign align_batch traceback, per-pair kernel (before)",
                          lambda: per_pair_trace(mats, gl)))
             runs.append(("homalign dp.lanes.score_local_codes (codes + matrix; int16 kernel, "
-                         "dp.lanes_int16)",
+                         "dp.lanes_int)",
                          lambda: score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)))
             runs.append(("homalign dp.lanes.score_local_codes_float32 (codes + matrix; float32 "
                          "kernel, before)",
                          lambda: score_local_codes_float32(qcodes, tcodes, sub, 11.0, 1.0)))
-            runs.append((f"homalign dp.lanes.score_local_codes (int16), one query x {n} targets",
+            runs.append((f"homalign dp.lanes.score_local_codes (int8 lanes, int16 past 116), "
+                         f"one query x {n} targets",
                          lambda: score_local_codes(one_q, tcodes, sub, 11.0, 1.0)))
             runs.append((f"homalign dp.lanes.score_local_codes_float32, one query x {n} targets",
                          lambda: score_local_codes_float32(one_q, tcodes, sub, 11.0, 1.0)))
@@ -472,14 +473,19 @@ def posterior_rows(args: argparse.Namespace, add) -> None:  # noqa: ANN001
     del P, ref  # timed runs drop their results (held results make every run page-fault)
     cells = float(lq * lts.sum())
     reps = max(3, args.reps // 3)
-    t_many = timed(lambda: posteriors_many(S, qo, qe, to, te, mode), reps)
     t_pair = timed(lambda: [posterior_matrix(S[k], gaps[k], mode) for k in range(len(S))], reps)
     size = f"{lq}x250-350"
-    threads = numba.get_num_threads()
-    add("posteriors_many (16 lanes), semiglobal, position-specific gaps, 1 query x 32 targets",
-        size, cells, t_many,
-        f"{threads} thread(s), {t_many[0] * 1e3:.1f} ms; {t_pair[0] / t_many[0]:.2f}x "
-        f"posterior_matrix (wall), {t_pair[2] / t_many[2]:.2f}x (CPU)")
+    old = numba.get_num_threads()
+    try:
+        for threads in sorted({1, old}):
+            numba.set_num_threads(threads)
+            t_many = timed(lambda: posteriors_many(S, qo, qe, to, te, mode), reps)
+            add("posteriors_many (16 lanes), semiglobal, position-specific gaps, "
+                "1 query x 32 targets", size, cells, t_many,
+                f"{threads} thread(s), {t_many[0] * 1e3:.1f} ms; {t_pair[0] / t_many[0]:.2f}x "
+                f"posterior_matrix (wall), {t_pair[2] / t_many[2]:.2f}x (CPU)")
+    finally:
+        numba.set_num_threads(old)
     add("posterior_matrix pair by pair, same 32 pairs", size, cells, t_pair,
         f"{t_pair[0] * 1e3:.1f} ms wall")
 

@@ -23,7 +23,7 @@ constant costs with go >= ge >= 0.
 Code sequences and a plain substitution matrix (:func:`score_local_codes`, the scores looked up
 in registers rather than read from per-pair matrices): the float32 kernel ``_group_codes``
 (:func:`score_local_codes_float32`), and, for an integer-valued matrix and gap costs on an
-AVX-512BW host, the int16 kernel of :mod:`homalign.dp.lanes_int16` (32 pairs a vector), whose
+AVX-512BW host, the int16 kernel of :mod:`homalign.dp.lanes_int` (32 pairs a vector), whose
 saturated pairs ``_group_codes`` recomputes: the same scores, float32, either way.
 
 One query profile against many target code sequences (:func:`score_local_profile`, the PSSM
@@ -42,7 +42,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from homalign.dp import lanes_int16
+from homalign.dp import lanes_int
 from homalign.dp.gaps import GapCosts
 from homalign.dp.pairwise import align_score
 from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at, splat, vload, vmax, vstore
@@ -486,8 +486,10 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
     GapCosts.uniform forms it).
 
     Kernels: with an integer-valued matrix and gap costs on an AVX-512BW host, the int16 kernel
-    of :mod:`homalign.dp.lanes_int16` (32 pairs a vector; pairs that saturate int16 are
-    recomputed in float32); otherwise :func:`score_local_codes_float32`, 16 pairs at a time in
+    of :mod:`homalign.dp.lanes_int` (32 pairs a vector; pairs that saturate int16 are
+    recomputed in float32), and for one query against many targets (the same query object
+    every time) on a host with AVX-512 VBMI first its int8 kernel (64 targets a vector; the
+    pairs that reach int8's limit go to the int16 kernel); otherwise :func:`score_local_codes_float32`, 16 pairs at a time in
     float32, each lane's scores its query residue's row of the matrix permuted by its target
     codes in registers (:func:`homalign.dp.simd.lookup_lanes16`): the same float32 operations
     on the same values as ``align_score``.
@@ -498,10 +500,22 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
         return np.zeros(0, dtype=np.float32)
     K = M.shape[0]
     packed = (*pack_codes(queries, K), *pack_codes(targets, K))
-    limit = lanes_int16.int16_limit(M, go, ge) if lanes_int16.AVAILABLE else None
+    qc, qo, ql_, tc, to, tl = packed
+    limit = lanes_int.int16_limit(M, go, ge) if lanes_int.AVAILABLE else None
     if limit is None:
         return float_scores(M, go, ge, *packed)
-    scores, sat = lanes_int16.int16_scores(M, go, ge, limit, *packed)
+    limit8 = lanes_int.int8_limit(M, go, ge) if lanes_int.AVAILABLE8 else None
+    if limit8 is not None and not qo.any() and (ql_ == ql_[0]).all():
+        # one query against many targets: int8 lanes, then int16 for the pairs past its limit
+        scores, sat = lanes_int.int8_scores(M, go, ge, limit8, qc[:ql_[0]], tc, to, tl)
+        which = np.flatnonzero(sat)
+        if which.size:
+            scores[which], sat16 = lanes_int.int16_scores(M, go, ge, limit, qc, qo[which],
+                                                          ql_[which], tc, to[which], tl[which])
+            sat[:] = False
+            sat[which[sat16]] = True
+    else:
+        scores, sat = lanes_int.int16_scores(M, go, ge, limit, *packed)
     if sat.any():  # lanes that reached int16's limit: the float32 kernel, as parasail's sat
         which = np.flatnonzero(sat)
         scores[which] = float_scores(M, go, ge, *packed, which)

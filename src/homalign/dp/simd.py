@@ -57,7 +57,7 @@ _VB = ir.VectorType(ir.IntType(1), _N)
 
 
 
-# --- IR building blocks of the lane kernels (dp.forward_batch, dp.lanes, dp.lanes_int16,
+# --- IR building blocks of the lane kernels (dp.forward_batch, dp.lanes, dp.lanes_int,
 # dp.posterior_batch): written once here
 def array_data(context, builder, ty, val):  # noqa: ANN001, ANN201
     """The data pointer of the numba array ``val`` of type ``ty``."""

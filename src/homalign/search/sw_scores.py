@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from homalign.dp import lanes_int16
+from homalign.dp import lanes_int
 from homalign.dp.lanes import CODE_TABLE, score_local_codes
 from homalign.matrices import substitution_matrix
 
@@ -147,7 +147,7 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
     kernels) does; for negative gap costs, the numba kernel below (the reference). The scores
     are the same in every case (tests).
     """
-    if (db is not None and not lanes_int16.AVAILABLE
+    if (db is not None and not lanes_int.AVAILABLE
             and _opal_usable(matrix, gap_open, gap_extend)):
         return _opal_scores(query_codes, db, np.asarray(targets), matrix, gap_open, gap_extend)
     tg = np.ascontiguousarray(targets, dtype=np.int64)

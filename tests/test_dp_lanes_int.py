@@ -1,8 +1,8 @@
-"""The int16 inter-sequence Smith-Waterman kernel (homalign.dp.lanes_int16), as
-homalign.dp.lanes.score_local_codes runs it, against the float32 lane kernel
+"""The int16 and int8 inter-sequence Smith-Waterman kernels (homalign.dp.lanes_int), as
+homalign.dp.lanes.score_local_codes runs them, against the float32 lane kernel
 (score_local_codes_float32), align_score, brute force and parasail: equal scores, float32 for
 float32, for every input (lane remainders, one query or independent pairs, saturation and its
-fallback, non-integer inputs)."""
+fallbacks, non-integer inputs)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,17 @@ import pytest
 from tests.test_dp_bruteforce import brute_best
 
 from homalign.alphabet import AMINO_ACIDS, encode
-from homalign.dp import GapCosts, align_score, lanes, lanes_int16
+from homalign.dp import GapCosts, align_score, lanes, lanes_int
 from homalign.dp.lanes import pack_codes, score_local_codes, score_local_codes_float32
-from homalign.dp.lanes_int16 import LANES16, TABLE16, int16_limit, int16_scores
+from homalign.dp.lanes_int import (
+    LANES8,
+    LANES16,
+    TABLE16,
+    int8_limit,
+    int8_scores,
+    int16_limit,
+    int16_scores,
+)
 from homalign.matrices import substitution_matrix
 
 B62 = substitution_matrix("BLOSUM62")
@@ -87,7 +95,7 @@ def test_equals_float_path_and_align_score(n: int, shared: bool) -> None:
 def test_kernel_runs_unsaturated_and_equals_float_path(shared: bool) -> None:
     rng = np.random.default_rng(7 + shared)
     qs, ts = _random_set(rng, 70, shared, hi=300)
-    if not lanes_int16.AVAILABLE:  # no AVX-512BW: the kernel refuses, the public path falls back
+    if not lanes_int.AVAILABLE:  # no AVX-512BW: the kernel refuses, the public path falls back
         with pytest.raises(RuntimeError, match="AVX-512BW"):
             _kernel_only(qs, ts, B62, 11.0, 1.0)
         assert np.array_equal(score_local_codes(qs, ts, B62),
@@ -176,7 +184,7 @@ def test_saturating_lanes_are_recomputed_exactly() -> None:
     assert np.array_equal(got, ref)
     assert float(ref[5]) == align_score(B62[np.ix_(ident, ident)],
                                         GapCosts.uniform(2500, 2500, 11.0, 1.0), "local")
-    if lanes_int16.AVAILABLE:
+    if lanes_int.AVAILABLE:
         scores, sat = _kernel_only(qs, ts, B62, 11.0, 1.0)
         assert np.flatnonzero(sat).tolist() == [0, 17, 39]
         keep = ~sat
@@ -195,7 +203,7 @@ def test_a_group_of_saturated_lanes_stops_early_and_falls_back(shared: bool) -> 
     ref = score_local_codes_float32(qs, ts, M, 11, 1)
     assert ref[:39].min() > 32767 and ref[39] == 0.0
     assert np.array_equal(score_local_codes(qs, ts, M, 11, 1), ref)
-    if lanes_int16.AVAILABLE:
+    if lanes_int.AVAILABLE:
         _, sat = _kernel_only(qs, ts, M, 11.0, 1.0)
         assert sat[:39].all() and not sat[39]
 
@@ -218,13 +226,13 @@ def test_matrix_codes_up_to_31_and_extreme_values() -> None:
 
 def test_non_integer_inputs_take_the_float_path(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = lanes_int16.int16_scores
+    real = lanes_int.int16_scores
 
     def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lanes_int16, "int16_scores", counting)
+    monkeypatch.setattr(lanes_int, "int16_scores", counting)
     rng = np.random.default_rng(19)
     qs, ts = _random_set(rng, 34, False, hi=80)
     frac = B62 + np.float32(0.25)
@@ -239,7 +247,7 @@ def test_non_integer_inputs_take_the_float_path(monkeypatch: pytest.MonkeyPatch)
     assert calls == []
     got = score_local_codes(qs, ts, B62, 11.0, 1.0, first_gap=13.0)  # integer: the kernel
     assert [float(x) for x in got] == _align_scores(qs, ts, B62, 12.0, 1.0)
-    assert calls == ([1] if lanes_int16.AVAILABLE else [])
+    assert calls == ([1] if lanes_int.AVAILABLE else [])
 
 
 def test_empty_inputs_and_errors() -> None:
@@ -274,10 +282,10 @@ def test_does_not_depend_on_threads_or_on_the_query_object() -> None:
 def test_generic_cpu_target_falls_back_to_the_float_path(tmp_path: Path) -> None:
     code = (
         "import numpy as np\n"
-        "from homalign.dp import lanes_int16\n"
+        "from homalign.dp import lanes_int\n"
         "from homalign.dp.lanes import score_local_codes, score_local_codes_float32\n"
         "from homalign.matrices import substitution_matrix\n"
-        "assert not lanes_int16.AVAILABLE\n"
+        "assert not lanes_int.AVAILABLE\n"
         "M = substitution_matrix('BLOSUM62')\n"
         "rng = np.random.default_rng(1)\n"
         "qs = [rng.integers(0, 20, 40) for _ in range(20)]\n"
@@ -295,3 +303,57 @@ def test_generic_cpu_target_falls_back_to_the_float_path(tmp_path: Path) -> None
     qs = [rng.integers(0, 20, 40) for _ in range(20)]
     ts = [rng.integers(0, 20, 30) for _ in range(20)]
     assert out.stdout.strip() == repr(score_local_codes(qs, ts, B62).tobytes().hex())
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 130])
+def test_int8_one_query_equals_the_float_path_through_both_fallbacks(n: int) -> None:
+    """One query against many targets: int8 lanes, the pairs past int8's limit in int16, those
+    past int16's in float32; the same scores as the float32 kernel for any gap costs (a gap
+    dearer than 127 acts as 127: it costs more than an int8 lane can score)."""
+    rng = np.random.default_rng(300 + n)
+    qs, ts = _random_set(rng, n, True, hi=260)
+    q = qs[0]
+    for k in range(0, n, 9):  # exact copies: far past int8's limit
+        ts[k] = np.concatenate([q, q[:int(rng.integers(0, len(q) + 1))]])
+    M = B62.copy()
+    if n == 130:  # a pair past int16's limit too
+        M[np.diag_indices(20)] = 400.0
+    for go, ge in ((11.0, 1.0), (5.0, 2.0), (0.0, 0.0), (300.0, 1.0), (3.0, 500.0)):
+        ref = score_local_codes_float32(qs, ts, M, go, ge)
+        assert np.array_equal(score_local_codes(qs, ts, M, go, ge), ref)
+    if not lanes_int.AVAILABLE8:
+        return
+    g, e = np.float32(12.0), np.float32(1.0)
+    limit = int8_limit(M, g, e)
+    if n == 130:
+        assert limit is None  # no headroom in int8: the int16 kernel alone
+        return
+    assert limit == 127 - 11
+    K = M.shape[0]
+    _, _, tc, to, tl = (*pack_codes(qs[:1], K)[:2], *pack_codes(ts, K))
+    scores, sat = int8_scores(M, g, e, limit, np.asarray(q), tc, to, tl)
+    ref = score_local_codes_float32(qs, ts, M, 11.0, 1.0)
+    assert np.array_equal(scores[~sat], ref[~sat])
+    assert (ref[sat] >= limit).all() and (ref[~sat] < limit).all()
+    assert sat[::9].all()
+
+
+def test_int8_is_taken_for_one_query_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = lanes_int.int8_scores
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lanes_int, "int8_scores", counting)
+    rng = np.random.default_rng(29)
+    qs, ts = _random_set(rng, 70, True, hi=120)
+    score_local_codes(qs, ts, B62)
+    assert calls == ([1] if lanes_int.AVAILABLE8 else [])
+    qs2, ts2 = _random_set(rng, 70, False, hi=120)
+    score_local_codes(qs2, ts2, B62)
+    score_local_codes(qs, ts, B62 + np.float32(0.5))
+    assert len(calls) == (1 if lanes_int.AVAILABLE8 else 0)
+    assert int8_limit(B62 + np.float32(0.5), np.float32(12), np.float32(1)) is None
+    assert LANES8 == 2 * LANES16
