@@ -46,22 +46,30 @@ def test_bilinear_exp_of_a_target_does_not_depend_on_the_batch() -> None:
     starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
     ref = A.astype(np.float64) @ E.T.astype(np.float64)
     for exp in (False, True):
-        whole = bilinear_exp(A, E, starts, lens, exp=exp)
+        whole = bilinear_exp(A, E, exp=exp)
         want = np.exp(ref) if exp else ref
         assert np.allclose(whole, want, rtol=2e-6, atol=1e-6)
         for k in (0, 7, 39):
             s, n = starts[k], lens[k]
-            alone = bilinear_exp(A, E[s:s + n], [0], [n], exp=exp)
+            alone = bilinear_exp(A, E[s:s + n], exp=exp)
             assert np.array_equal(alone, whole[:, s:s + n])
-            pair = bilinear_exp(A, np.concatenate([E[:5], E[s:s + n]]), [5, 0], [n, 5], exp=exp)
+            pair = bilinear_exp(A, np.concatenate([E[:5], E[s:s + n]]), exp=exp)
             assert np.array_equal(pair[:, 5:], whole[:, s:s + n])
+            rows = bilinear_exp(A[3:], E[s:s + n], exp=exp)  # other row tiles: the same bits
+            assert np.array_equal(rows, whole[3:, s:s + n])
+
+
+def test_the_fused_exp_equals_the_exp_of_the_product() -> None:
+    rng = np.random.default_rng(4)
+    A = rng.normal(0, 1, (9, 32)).astype(np.float32)
+    E = rng.normal(0, 1, (77, 32)).astype(np.float32)
+    assert np.array_equal(exp_inplace(bilinear_exp(A, E, exp=False)), bilinear_exp(A, E))
 
 
 def test_bilinear_exp_checks_its_shapes() -> None:
     z = np.zeros
     with pytest.raises(ValueError, match="must agree"):
-        bilinear_exp(z((3, 4), np.float32), z((5, 3), np.float32), [0], [5])
-    with pytest.raises(ValueError, match="lies outside"):
-        bilinear_exp(z((3, 4), np.float32), z((5, 4), np.float32), [2], [4])
-    assert bilinear_exp(z((0, 4), np.float32), z((5, 4), np.float32), [0], [5]).shape == (0, 5)
-    assert bilinear_exp(z((2, 4), np.float32), z((0, 4), np.float32), [], []).shape == (2, 0)
+        bilinear_exp(z((3, 4), np.float32), z((5, 3), np.float32))
+    assert bilinear_exp(z((0, 4), np.float32), z((5, 4), np.float32)).shape == (0, 5)
+    assert bilinear_exp(z((2, 4), np.float32), z((0, 4), np.float32)).shape == (2, 0)
+    assert (bilinear_exp(z((2, 0), np.float32), z((3, 0), np.float32)) == 1.0).all()

@@ -127,8 +127,8 @@ class RankingModel:
         bound = float(np.linalg.norm(q.A, axis=1).max() * np.sqrt(
             np.einsum("ij,ij->i", E, E).max())) + top
         risky = np.zeros(len(lengths), dtype=bool)
-        # one BLAS thread and a fixed-order exp: the same values at any --threads
-        S_np = bilinear_exp(q.A, E, starts, lengths, exp=bound <= MAX_CELL_SCORE)  # (Lq, N)
+        # fixed-order product and exp (score.bilinear): the same values at any --threads
+        S_np = bilinear_exp(q.A, E, exp=bound <= MAX_CELL_SCORE)  # (Lq, N)
         if bound > MAX_CELL_SCORE:
             risky = np.maximum.reduceat(S_np.max(axis=0), starts) + top > MAX_CELL_SCORE
             if risky.any():

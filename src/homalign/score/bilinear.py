@@ -5,14 +5,22 @@ The learned ranking score of a query against a target is a forward score over
 ``S[i, j] = A[i] . e_j + (residue table terms)``, with ``A = e W`` the query's transformed
 embeddings (Lq, d) and ``e_j`` the target's stored per-residue embeddings
 (:mod:`homalign.model.ranking`). For targets packed side by side (``E``, (N, d)) the first term
-is one matrix product and the DP's match weights are its ``exp``: :func:`bilinear_exp` runs one
-BLAS product per target on one thread and exponentiates each target's block while it is in
-cache with :func:`exp_inplace`, a vector ``exp`` in LLVM IR (Cephes' expf:
-``exp(x) = 2**n exp(r)``, ``r = x - n ln 2`` with ln 2 in two parts, a degree-7 polynomial
-through ``llvm.fma``; within 1.3 ulp of the exact value on [-87, 88], numpy's float32 ``exp``
-within 2.4), about 3x numpy's speed. Each value is a fixed sequence of operations on its own
-input, so a target's weights never depend on the other targets of the batch or on where its
-columns fall (tested).
+is one matrix product and the DP's match weights are its ``exp``: :func:`bilinear_exp`.
+
+The product is a register-tiled kernel in LLVM IR (numba intrinsics, as the DP kernels of
+:mod:`homalign.dp` are written): 32 columns of ``E`` at a time are transposed into a contiguous
+(d, 32) panel, and each tile of 4 rows by those 32 columns keeps eight ``<16 x float>``
+accumulators in registers while ``k`` runs over the d dimensions (per step two panel loads, four
+broadcasts of ``A`` and eight ``llvm.fma``); the tile's ``exp`` is taken in registers before it
+is stored. Every output element is the same chain ``fma(A[i, d-1], E[j, d-1], ... fma(A[i, 0],
+E[j, 0], 0))`` whatever tile or batch it falls in (a column tail is zero-padded in the panel and
+masked at the store), so a target's scores never depend on the other targets: one call covers
+them all (the same bits as OpenBLAS's one-thread product here, ~140 GFLOPS on one core; BLAS
+over a whole batch rounds a small block with other kernels, so it would need one call per
+target). The ``exp`` (:func:`exp_inplace` for a whole array) is Cephes' expf: ``exp(x) = 2**n
+exp(r)``, ``r = x - n ln 2`` with ln 2 in two parts, a degree-7 polynomial through ``llvm.fma``;
+within 1.3 ulp of the exact value on [-87, 88] (numpy's float32 ``exp`` is within 2.4), about
+3x numpy's speed.
 """
 
 from __future__ import annotations
@@ -24,7 +32,6 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from homalign.dp.simd import array_data, splat
-from homalign.threads import one_blas_thread
 
 __all__ = ["EXP_MAX", "EXP_MIN", "bilinear_exp", "exp_inplace"]
 
@@ -48,37 +55,45 @@ EXP_MIN = -87.0  # inputs are clamped to [EXP_MIN, EXP_MAX]: 2**n stays a normal
 EXP_MAX = 88.0
 
 
-def _exp_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
-    b = builder
-    buf_, start_, n_ = args
-    bp = b.gep(array_data(context, b, signature.args[0], buf_), [start_])
+def _vexp(b, x):  # noqa: ANN001, ANN202
+    """IR: exp of the <16 x float> ``x`` (Cephes expf, inputs clamped to [EXP_MIN, EXP_MAX])."""
     mod = b.module
     fma = cgutils.get_or_insert_function(mod, ir.FunctionType(_V, [_V, _V, _V]),
                                          "llvm.fma.v16f32")
     rint = cgutils.get_or_insert_function(mod, ir.FunctionType(_V, [_V]), "llvm.rint.v16f32")
+    c = lambda v: ir.Constant(_V, [float(v)] * _N)  # noqa: E731
+    x = b.select(b.fcmp_ordered("<", x, c(EXP_MIN)), c(EXP_MIN), x)
+    x = b.select(b.fcmp_ordered(">", x, c(EXP_MAX)), c(EXP_MAX), x)
+    nf = b.call(rint, [b.fmul(x, c(_LOG2E))])
+    r = b.call(fma, [nf, c(-_C1), x])
+    r = b.call(fma, [nf, c(-_C2), r])
+    p = c(_P[0])
+    for coef in _P[1:]:
+        p = b.call(fma, [p, r, c(coef)])
+    y = b.call(fma, [p, b.fmul(r, r), b.fadd(r, c(1.0))])
+    e = b.shl(b.add(b.fptosi(nf, _VI), ir.Constant(_VI, [127] * _N)),
+              ir.Constant(_VI, [23] * _N))
+    return b.fmul(y, b.bitcast(e, _V))
+
+
+def _masked(b, ptr_type):  # noqa: ANN001, ANN202
+    """(masked load, masked store) of <16 x float> through ``ptr_type``."""
+    mod = b.module
     mload = cgutils.get_or_insert_function(
-        mod, ir.FunctionType(_V, [bp.type, _i32, _VB, _V]), "llvm.masked.load.v16f32.p0")
+        mod, ir.FunctionType(_V, [ptr_type, _i32, _VB, _V]), "llvm.masked.load.v16f32.p0")
     mstore = cgutils.get_or_insert_function(
-        mod, ir.FunctionType(ir.VoidType(), [_V, bp.type, _i32, _VB]),
+        mod, ir.FunctionType(ir.VoidType(), [_V, ptr_type, _i32, _VB]),
         "llvm.masked.store.v16f32.p0")
-    c = lambda x: ir.Constant(_V, [float(x)] * _N)  # noqa: E731
+    return mload, mstore
+
+
+def _exp_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    b = builder
+    buf_, start_, n_ = args
+    bp = b.gep(array_data(context, b, signature.args[0], buf_), [start_])
+    mload, mstore = _masked(b, bp.type)
     iota = ir.Constant(_VI, list(range(_N)))
-    zero = c(0.0)
-
-    def vexp(x):  # noqa: ANN001, ANN202
-        x = b.select(b.fcmp_ordered("<", x, c(EXP_MIN)), c(EXP_MIN), x)
-        x = b.select(b.fcmp_ordered(">", x, c(EXP_MAX)), c(EXP_MAX), x)
-        nf = b.call(rint, [b.fmul(x, c(_LOG2E))])
-        r = b.call(fma, [nf, c(-_C1), x])
-        r = b.call(fma, [nf, c(-_C2), r])
-        p = c(_P[0])
-        for coef in _P[1:]:
-            p = b.call(fma, [p, r, c(coef)])
-        y = b.call(fma, [p, b.fmul(r, r), b.fadd(r, c(1.0))])
-        e = b.shl(b.add(b.fptosi(nf, _VI), ir.Constant(_VI, [127] * _N)),
-                  ir.Constant(_VI, [23] * _N))
-        return b.fmul(y, b.bitcast(e, _V))
-
+    zero = ir.Constant(_V, [0.0] * _N)
     pre = b.block
     body = b.append_basic_block("exp.body")
     done = b.append_basic_block("exp.done")
@@ -89,13 +104,115 @@ def _exp_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
     mask = b.icmp_signed("<", iota, splat(b, rem, _VI))
     ptr = b.gep(bp, [k])
     v = b.call(mload, [ptr, ir.Constant(_i32, 4), mask, zero])
-    b.call(mstore, [vexp(v), ptr, ir.Constant(_i32, 4), mask])
+    b.call(mstore, [_vexp(b, v), ptr, ir.Constant(_i32, 4), mask])
     kn = b.add(k, ir.Constant(_i64, _N))
     k.add_incoming(ir.Constant(_i64, 0), pre)
     k.add_incoming(kn, body)
     b.cbranch(b.icmp_signed("<", kn, n_), body, done)
     b.position_at_end(done)
     return context.get_dummy_value()
+
+
+ROWS = 4  # rows of a product tile
+COLS = 32  # columns of a product tile (two vectors of 16): the panel's width
+
+
+def _tile_codegen(rows: int, exp: bool):  # noqa: ANN202
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        b = builder
+        A_, P_, out_, i_, j_, d_, n_ = args
+        tys = signature.args
+        ap = array_data(context, b, tys[0], A_)
+        pp = array_data(context, b, tys[1], P_)
+        op = array_data(context, b, tys[2], out_)
+        fma = cgutils.get_or_insert_function(b.module, ir.FunctionType(_V, [_V, _V, _V]),
+                                             "llvm.fma.v16f32")
+        _, mstore = _masked(b, op.type)
+        i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+        zero = ir.Constant(_V, [0.0] * _N)
+        iota = ir.Constant(_VI, list(range(_N)))
+        rem = b.trunc(b.sub(n_, j_), _i32)  # columns left from j (>= 1)
+        masks = [b.icmp_signed("<", b.add(iota, splat(b, ir.Constant(_i32, h * _N), _VI)),
+                               splat(b, rem, _VI)) for h in range(2)]
+        arows = [b.gep(ap, [b.mul(b.add(i_, i64(r)), d_)]) for r in range(rows)]
+        pre = b.block
+        body = b.append_basic_block("k.body")
+        done = b.append_basic_block("k.done")
+        b.branch(body)
+        b.position_at_end(body)
+        k = b.phi(_i64)
+        acc = [[b.phi(_V) for _ in range(2)] for _ in range(rows)]
+        prow = b.gep(pp, [b.mul(k, i64(COLS))])
+        pv = [b.load(b.bitcast(b.gep(prow, [i64(h * _N)]), _V.as_pointer()), align=4)
+              for h in range(2)]
+        new = []
+        for r in range(rows):
+            a = splat(b, b.load(b.gep(arows[r], [k])), _V)
+            new.append([b.call(fma, [a, pv[h], acc[r][h]]) for h in range(2)])
+        kn = b.add(k, i64(1))
+        end = b.block
+        k.add_incoming(i64(0), pre)
+        k.add_incoming(kn, end)
+        for r in range(rows):
+            for h in range(2):
+                acc[r][h].add_incoming(zero, pre)
+                acc[r][h].add_incoming(new[r][h], end)
+        b.cbranch(b.icmp_signed("<", kn, d_), body, done)
+        b.position_at_end(done)
+        for r in range(rows):
+            orow = b.gep(op, [b.add(b.mul(b.add(i_, i64(r)), n_), j_)])
+            for h in range(2):
+                v = _vexp(b, new[r][h]) if exp else new[r][h]
+                b.call(mstore, [v, b.gep(orow, [i64(h * _N)]), ir.Constant(_i32, 4), masks[h]])
+        return context.get_dummy_value()
+
+    return codegen
+
+
+def _tile_intrinsic(rows: int, exp: bool):  # noqa: ANN202
+    def typer(typingctx, A, P, out, i, j, d, n):  # noqa: ANN001, ANN202, ARG001, PLR0913
+        if not all(isinstance(x, types.Array) and x.dtype == types.float32 and x.ndim == 1
+                   for x in (A, P, out)):
+            return None
+        i64 = types.int64
+        return types.void(A, P, out, i64, i64, i64, i64), _tile_codegen(rows, exp)
+
+    return intrinsic(typer)
+
+
+_tile4 = _tile_intrinsic(ROWS, False)
+_tile1 = _tile_intrinsic(1, False)
+_tile4_exp = _tile_intrinsic(ROWS, True)
+_tile1_exp = _tile_intrinsic(1, True)
+
+
+@njit(cache=True, nogil=True)
+def _product(A, E, out, lq, d, n, exp):  # noqa: ANN001, ANN201, PLR0913
+    """``out = A E^T`` (or its exp), flat row-major buffers: A (lq, d), E (n, d), out (lq, n).
+    Column panels of COLS: E's rows j .. j + 31 transposed into a contiguous (d, 32) panel
+    (zeros past n), then every row tile of ROWS against it."""
+    panel = np.zeros(d * COLS, dtype=np.float32)
+    for j in range(0, n, COLS):
+        m = min(COLS, n - j)
+        for c in range(m):
+            for k in range(d):
+                panel[k * COLS + c] = E[(j + c) * d + k]
+        for c in range(m, COLS):
+            for k in range(d):
+                panel[k * COLS + c] = 0.0
+        i = 0
+        while i + ROWS <= lq:
+            if exp:
+                _tile4_exp(A, panel, out, i, j, d, n)
+            else:
+                _tile4(A, panel, out, i, j, d, n)
+            i += ROWS
+        while i < lq:
+            if exp:
+                _tile1_exp(A, panel, out, i, j, d, n)
+            else:
+                _tile1(A, panel, out, i, j, d, n)
+            i += 1
 
 
 @intrinsic
@@ -107,10 +224,8 @@ def _exp_run(typingctx, buf, start, n):  # noqa: ANN001, ANN201, ARG001
 
 
 @njit(cache=True, nogil=True)
-def _exp_columns(flat, lq, n, c0, c1):  # noqa: ANN001, ANN201
-    """exp of columns c0 .. c1 - 1 of every row of the row-major (lq, n) buffer ``flat``."""
-    for i in range(lq):
-        _exp_run(flat, i * n + c0, c1 - c0)
+def _exp_flat(flat):  # noqa: ANN001, ANN201
+    _exp_run(flat, 0, flat.shape[0])
 
 
 def exp_inplace(X: np.ndarray) -> np.ndarray:
@@ -120,30 +235,24 @@ def exp_inplace(X: np.ndarray) -> np.ndarray:
     if X.dtype != np.float32 or not X.flags.c_contiguous:
         raise ValueError("exp_inplace needs a C-contiguous float32 array")
     flat = X.reshape(-1)
-    _exp_columns(flat, 1, flat.shape[0], 0, flat.shape[0])
+    _exp_flat(flat)
     return X
 
 
-def bilinear_exp(A: np.ndarray, E: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                 exp: bool = True) -> np.ndarray:
-    """float32 (Lq, N) ``A @ E.T`` (``A`` (Lq, d), ``E`` (N, d) float32: targets packed side by
-    side, target k the rows ``starts[k]:starts[k] + lengths[k]``), or its ``exp``
-    (:func:`exp_inplace`'s) when ``exp``. One BLAS product per target, on one BLAS thread, so
-    that a target's block depends on that pair alone: one product over the packed batch would
-    round a column by the shape of the call it falls in (OpenBLAS takes other kernels for small
-    blocks). Each block is exponentiated right after its product, while it is in cache."""
+def bilinear_exp(A: np.ndarray, E: np.ndarray, exp: bool = True) -> np.ndarray:
+    """float32 (Lq, N) ``A @ E.T`` (``A`` (Lq, d), ``E`` (N, d): targets packed side by side),
+    or its ``exp`` when ``exp`` (inputs clamped to [EXP_MIN, EXP_MAX]). One thread; column j
+    depends on ``A`` and ``E[j]`` alone, whatever else is in the batch."""
     A = np.ascontiguousarray(A, dtype=np.float32)
     E = np.ascontiguousarray(E, dtype=np.float32)
     if A.ndim != 2 or E.ndim != 2 or A.shape[1] != E.shape[1]:
         raise ValueError(f"A (Lq, d) and E (N, d) must agree, got {A.shape} and {E.shape}")
-    lq, n = A.shape[0], E.shape[0]
+    lq, d = A.shape
+    n = E.shape[0]
     out = np.empty((lq, n), dtype=np.float32)
-    flat = out.reshape(-1)
-    with one_blas_thread():
-        for s, m in zip(np.asarray(starts).tolist(), np.asarray(lengths).tolist(), strict=True):
-            if not (0 <= s and s + m <= n):
-                raise ValueError(f"target block {s}:{s + m} lies outside E ({n} rows)")
-            np.matmul(A, E[s:s + m].T, out=out[:, s:s + m])
-            if exp and lq and m:
-                _exp_columns(flat, lq, n, s, s + m)
+    if lq and n:
+        if d == 0:
+            out[:] = 1.0 if exp else 0.0
+        else:
+            _product(A.reshape(-1), E.reshape(-1), out.reshape(-1), lq, d, n, exp)
     return out
