@@ -69,8 +69,8 @@ def _rows(name: str) -> list[dict[str, str]]:
 
 
 def _fmt(x: str | float, col: str = "") -> str:
-    """Integers with thousands separators; seconds to 0.01 (0.1 from 10 s); values >= 100 to 0.1;
-    anything else to 3 decimals."""
+    """Integers with thousands separators; seconds to 0.01 (0.1 from 10 s); milliseconds and
+    values >= 100 to 0.1; anything else to 3 decimals."""
     try:
         v = float(x)
     except ValueError:
@@ -79,7 +79,7 @@ def _fmt(x: str | float, col: str = "") -> str:
         return f"{int(v):,}"
     if "second" in col and abs(v) < 10:
         return f"{v:.2f}"
-    if "second" in col or abs(v) >= 100:
+    if "second" in col or "_ms" in col or abs(v) >= 100:
         return f"{v:,.1f}"
     return f"{v:.3f}"
 
