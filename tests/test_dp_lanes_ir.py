@@ -2,8 +2,9 @@
 on ``<16 x float>``, ``_local_row`` / ``_local_row_vec``): bit-identical (float32 ``==``) to the
 per-pair scalar kernels of ``align_score`` on every path that runs them: codes + matrix
 (``score_local_codes_float32``), per-pair matrices with constant or position-specific gaps
-(``align_batch(score_only=True)`` -> ``score_local_lanes``), and a query profile against many
-targets (``score_local_profile``)."""
+(``align_batch(score_only=True)`` -> ``score_local_lanes``), and one query or query profile
+against many targets (``score_local_codes_float32`` of one query, ``score_local_profile``: the
+shared-rows kernel, ``lanes.ROWS`` query rows a sweep)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,25 @@ def test_codes_float32_equals_align_score(n: int, go: float, ge: float) -> None:
     want = [align_score(M[qs[-1]][:, t], GapCosts.uniform(len(qs[-1]), len(t), go, ge), "local")
             for t in ts]
     assert np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("lq", [1, 2, 3, 4, 5, 7, 9])
+def test_one_query_every_row_remainder_equals_align_score(lq: int) -> None:
+    """The shared-rows kernel takes ROWS query rows a sweep: every remainder of the query length,
+    every lane remainder, very negative matrix entries, targets of length 1."""
+    rng = np.random.default_rng(700 + lq)
+    K = 21
+    M = _matrix(rng, K, integral=False)
+    M[rng.random((K, K)) < 0.05] = np.float32(-1e30)
+    q = rng.integers(0, K, lq)
+    for n in (1, 16, 17, 40):
+        ts = [rng.integers(0, K, m) for m in _lengths(rng, n)]
+        for go, ge in ((11.0, 1.0), (0.0, 0.0), (2.5, 0.25)):
+            got = lanes.score_local_codes_float32([q] * n, ts, M, go, ge)
+            want = [align_score(M[q][:, t], GapCosts.uniform(lq, len(t), go, ge), "local")
+                    for t in ts]
+            assert np.array_equal(_bits(got), _bits(want))
+    assert lanes.ROWS == 4
 
 
 def _vec_gaps(rng: np.random.Generator, lq: int, lt: int, zero_ext: bool) -> GapCosts:

@@ -26,10 +26,16 @@ in registers rather than read from per-pair matrices): the float32 kernel ``_gro
 AVX-512BW host, the int16 kernel of :mod:`homalign.dp.lanes_int` (32 pairs a vector), whose
 saturated pairs ``_group_codes`` recomputes: the same scores, float32, either way.
 
-One query profile against many target code sequences (:func:`score_local_profile`, the PSSM
-search): ``_group_profile`` looks the scores of row i up in the profile's row i by each lane's
-target codes, and runs ``_local_row`` with that row's query-side gap costs (the same in every
-lane; the target side costs nothing), so no score matrix or GapCosts is built per target.
+One query, or one query profile, against many target code sequences (``float_scores`` of one
+query, :func:`score_local_profile`, the PSSM search): every lane is in the same query row, so a
+row's scores at a column are one ``vpermi2ps`` of the row's 32 table entries (a matrix row, or
+the profile's row i) by the 16 lanes' target codes, and ``_sweep_rows`` runs ROWS (4) query
+rows per sweep of the columns in LLVM IR, the values of a column passing from row to row in
+registers, with each row's query-side gap costs (the target side costs nothing); H and E go
+through memory once per ROWS rows instead of every row. The same float32 operations per cell
+as ``_local_row``, so the same bits. Without AVX-512F (no ``vpermi2ps``) ``_group_profile``
+and ``_group_codes`` (one row a sweep, scores looked up by :func:`homalign.dp.simd.
+lookup_lanes16`) run instead.
 """
 
 from __future__ import annotations
@@ -45,7 +51,16 @@ from numba.extending import intrinsic
 from homalign.dp import lanes_int
 from homalign.dp.gaps import GapCosts
 from homalign.dp.pairwise import align_score
-from homalign.dp.simd import TABLE, lookup_lanes16, pack_lanes16_at, splat, vload, vmax, vstore
+from homalign.dp.simd import (
+    PERMUTE_TABLE,
+    TABLE,
+    lookup_lanes16,
+    pack_lanes16_at,
+    splat,
+    vload,
+    vmax,
+    vstore,
+)
 
 __all__ = ["CODE_TABLE", "LANES", "code_table", "float_scores", "pack_codes", "profile_row_costs", "score_local_codes",
            "score_local_codes_float32", "score_local_lanes", "score_local_profile",
@@ -455,7 +470,13 @@ def float_scores(M: np.ndarray, go: np.float32, ge: np.float32, qc: np.ndarray, 
     w = np.arange(n, dtype=np.int64) if which is None else np.asarray(which, dtype=np.int64)
     order = w[np.lexsort((ql_[w], tl[w]))]
     scores = np.zeros(n, dtype=np.float32)
-    if order.size:
+    if order.size and PERMUTE_TABLE and not qo.any() and (ql_ == ql_[0]).all():
+        # one query against all the targets: ROWS query rows a sweep (_sweep_rows)
+        roffs = qc[:ql_[0]].astype(np.int64) * CODE_TABLE
+        cg, ce = np.full(len(roffs), go, np.float32), np.full(len(roffs), ge, np.float32)
+        _run_shared(table, roffs, CODE_TABLE * CODE_TABLE, cg, ce, cg, ce, tc, to, tl, order,
+                    scores)
+    elif order.size:
         _run_codes(table, qc, qo, ql_, tc, to, tl, order, go, ge, go, ge, scores)
     return scores[w]
 
@@ -520,6 +541,143 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
         which = np.flatnonzero(sat)
         scores[which] = float_scores(M, go, ge, *packed, which)
     return scores
+
+
+# ------------------------------------------------ one query (or profile) against many targets
+ROWS = 4  # query rows per sweep of the shared-rows kernel
+
+
+def _shared_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+    """The body of :func:`_sweep_rows`."""
+    from numba.core import cgutils
+
+    hb_, eb_, tv_, tab_, roffs_, costs_, t_, st_ = args
+    tys = signature.args
+    b = builder
+    i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+    hp, ep, tvp, tabp, rp, cp, stp = (
+        context.make_array(tys[k])(context, b, v).data
+        for k, v in ((0, hb_), (1, eb_), (2, tv_), (3, tab_), (4, roffs_), (5, costs_),
+                     (7, st_)))
+    perm = cgutils.get_or_insert_function(
+        b.module, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
+    rows = []
+    for r in range(ROWS):
+        base = b.gep(tabp, [b.load(b.gep(rp, [i64(r)]))])
+        rows.append((_vload(b, base, i64(0)), _vload(b, base, i64(LANES))))
+    cost = [[_splat(b, b.load(b.gep(cp, [i64(4 * r + c)]))) for c in range(4)]
+            for r in range(ROWS)]
+    zero = ir.Constant(_V, [0.0] * LANES)
+    ninf = ir.Constant(_V, [float("-inf")] * LANES)
+    best0 = _vload(b, stp, i64(0))
+    pre = b.block
+    loop = b.append_basic_block("rows.loop")
+    done = b.append_basic_block("rows.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    j = b.phi(_i64)
+    hd = [b.phi(_V) for _ in range(ROWS)]  # H(i-1, j-1) of each row
+    tt = [b.phi(_V) for _ in range(ROWS)]  # T(i, j-1)
+    dd = [b.phi(_V) for _ in range(ROWS)]  # D(i, j-1)
+    best = b.phi(_V)
+    off = b.mul(j, i64(LANES))
+    idx = b.load(b.bitcast(b.gep(tvp, [off]), _VI.as_pointer()), align=4)
+    hu = _vload(b, hp, off)
+    eu = _vload(b, ep, off)
+    hd_n, t_n, d_n, hs = [], [], [], []
+    for r in range(ROWS):  # the float32 operations of _local_row, in its order
+        c_io, c_ie, c_do, c_de = cost[r]
+        s_ = b.call(perm, [rows[r][0], idx, rows[r][1]])
+        m = b.fadd(_vmax(b, hd[r], zero), s_)
+        e = _vmax(b, b.fsub(hu, c_io), b.fsub(eu, c_ie))
+        tn = _vmax(b, m, e)
+        dn = _vmax(b, b.fsub(tt[r], c_do), b.fsub(dd[r], c_de))
+        h = _vmax(b, tn, dn)
+        hd_n.append(hu)
+        t_n.append(tn)
+        d_n.append(dn)
+        hs.append(h)
+        hu, eu = h, e
+    _vstore(b, hu, hp, off)
+    _vstore(b, eu, ep, off)
+    bn = best
+    for h in hs:
+        bn = _vmax(b, h, bn)
+    jn = b.add(j, i64(1))
+    end = b.block
+    b.cbranch(b.icmp_signed("<", jn, t_), loop, done)
+    j.add_incoming(i64(0), pre)
+    j.add_incoming(jn, end)
+    for r in range(ROWS):
+        for phi, v1 in ((hd[r], hd_n[r]), (tt[r], t_n[r]), (dd[r], d_n[r])):
+            phi.add_incoming(ninf, pre)
+            phi.add_incoming(v1, end)
+    best.add_incoming(best0, pre)
+    best.add_incoming(bn, end)
+    b.position_at_end(done)
+    _vstore(b, bn, stp, i64(0))
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _sweep_rows(typingctx, hb, eb, tv, tab, roffs, costs, t, st):  # noqa: ANN001, ANN201, ARG001
+    """ROWS query rows over columns 0 .. t-1 of 16 targets, every lane the same query row: row
+    r's score at column j is ``tab[roffs[r] + c]`` with ``c`` the lane's target code ``tv[16 j +
+    lane]`` (one ``vpermi2ps`` of the row's 32 entries by the column's codes), its costs
+    ``costs[4 r : 4 r + 4]`` = (go_i, ge_i, go_d, ge_d). ``hb``, ``eb``: H and E of the row
+    above (float32, 16 per column; read, then written with the last row's); ``st``: the running
+    best (float32 (16,)). The cells run :func:`_local_row`'s float32 operations in its order, so
+    the scores are the same bits; the values of a column pass from row to row in registers (the
+    buffers are read and written once per ROWS rows), as :mod:`homalign.dp.lanes_int` does."""
+    return types.void(hb, eb, tv, tab, roffs, costs, t, st), _shared_codegen
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group_shared(table, roffs, pad, go_i, ge_i, go_d, ge_d, tc, to, tl, idx, out):  # noqa: ANN001, ANN201, PLR0913
+    """Best local scores of the query rows ``roffs`` (table offsets, one per query position;
+    ``pad``: the offset of a row of -inf) with their costs against the targets ``idx``
+    (<= LANES), ROWS rows a sweep."""
+    n = idx.shape[0]
+    T = 0
+    for u in range(n):
+        T = max(T, tl[idx[u]])
+    Q = roffs.shape[0]
+    st = np.full(LANES, NEG, dtype=np.float32)
+    if T > 0 and Q > 0:
+        hb = np.full(T * LANES, NEG, dtype=np.float32)
+        eb = np.full(T * LANES, NEG, dtype=np.float32)
+        tv = np.full(T * LANES, CODE_TABLE - 1, dtype=np.int32)  # the pad code: -inf
+        for u in range(n):
+            k = idx[u]
+            for j in range(tl[k]):
+                tv[j * LANES + u] = tc[to[k] + j]
+        rows = np.empty(ROWS, dtype=np.int64)
+        costs = np.zeros(4 * ROWS, dtype=np.float32)
+        for i0 in range(0, Q, ROWS):
+            for r in range(ROWS):  # rows past the query: the pad row (only gaps reach it)
+                i = i0 + r
+                rows[r] = roffs[i] if i < Q else pad
+                if i < Q:
+                    costs[4 * r] = go_i[i]
+                    costs[4 * r + 1] = ge_i[i]
+                    costs[4 * r + 2] = go_d[i]
+                    costs[4 * r + 3] = ge_d[i]
+            _sweep_rows(hb, eb, tv, table, rows, costs, T, st)
+    zero = np.float32(0.0)
+    for u in range(n):
+        out[u] = st[u] if st[u] > zero else zero
+
+
+@njit(cache=True, parallel=True)
+def _run_shared(table, roffs, pad, go_i, ge_i, go_d, ge_d, tc, to, tl, order, scores):  # noqa: ANN001, ANN201, PLR0913
+    ng = (order.shape[0] + LANES - 1) // LANES
+    for p0 in prange(ng):
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
+        idx = order[g * LANES:min(order.shape[0], (g + 1) * LANES)]
+        o = np.zeros(idx.shape[0], dtype=np.float32)
+        _group_shared(table, roffs, pad, go_i, ge_i, go_d, ge_d, tc, to, tl, idx, o)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = o[u]
 
 
 # ------------------------------------------------ one query profile against many target codes
@@ -624,9 +782,14 @@ def score_local_profile(profile: np.ndarray, targets: Sequence, q_ins_open: np.n
         return np.array([align_score(P[:, tc[o:o + m]], GapCosts.from_vectors(lq, int(m), **vec),
                                      "local") for o, m in zip(to, tl, strict=True)],
                         dtype=np.float32)
-    table = np.full(lq * CODE_TABLE, NEG, dtype=np.float32)
-    table.reshape(lq, CODE_TABLE)[:, :K] = P
+    table = np.full((lq + 1) * CODE_TABLE, NEG, dtype=np.float32)  # and a row of -inf
+    table.reshape(lq + 1, CODE_TABLE)[:lq, :K] = P
     order = np.argsort(tl, kind="stable").astype(np.int64)
     scores = np.zeros(n, dtype=np.float32)
-    _run_profile(table, lq, tc, to, tl, order, *profile_row_costs(gaps), scores)
+    if PERMUTE_TABLE:
+        roffs = np.arange(lq, dtype=np.int64) * CODE_TABLE
+        _run_shared(table, roffs, lq * CODE_TABLE, *profile_row_costs(gaps), tc, to, tl, order,
+                    scores)
+    else:
+        _run_profile(table, lq, tc, to, tl, order, *profile_row_costs(gaps), scores)
     return scores
