@@ -131,7 +131,12 @@ def test_score_local_lanes_runs_every_pair() -> None:
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("zero_ext", [False, True])
-def test_profile_equals_align_score(n: int, zero_ext: bool) -> None:
+@pytest.mark.parametrize("permute", [True, False])
+def test_profile_equals_align_score(n: int, zero_ext: bool, permute: bool,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through ``_sweep_rows`` (vpermi2ps) and through the packed-rows path that hosts
+    without AVX-512F run (``permute=False``)."""
+    monkeypatch.setattr(lanes, "PERMUTE_TABLE", permute and lanes.PERMUTE_TABLE)
     rng = np.random.default_rng(n * 13 + zero_ext)
     K = 23
     lq = int(rng.integers(1, 301)) if n != 16 else 300

@@ -21,21 +21,19 @@ lanes hold. Conditions (checked by the caller): local mode, and all eight gap ve
 constant costs with go >= ge >= 0.
 
 Code sequences and a plain substitution matrix (:func:`score_local_codes`, the scores looked up
-in registers rather than read from per-pair matrices): the float32 kernel ``_group_codes``
-(:func:`score_local_codes_float32`), and, for an integer-valued matrix and gap costs on an
-AVX-512BW host, the int16 kernel of :mod:`homalign.dp.lanes_int` (32 pairs a vector), whose
-saturated pairs ``_group_codes`` recomputes: the same scores, float32, either way.
-
-One query, or one query profile, against many target code sequences (``float_scores`` of one
-query, :func:`score_local_profile`, the PSSM search): every lane is in the same query row, so a
-row's scores at a column are one ``vpermi2ps`` of the row's 32 table entries (a matrix row, or
-the profile's row i) by the 16 lanes' target codes, and ``_sweep_rows`` runs ROWS (4) query
-rows per sweep of the columns in LLVM IR, the values of a column passing from row to row in
-registers, with each row's query-side gap costs (the target side costs nothing); H and E go
-through memory once per ROWS rows instead of every row. The same float32 operations per cell
-as ``_local_row``, so the same bits. Without AVX-512F (no ``vpermi2ps``) ``_group_profile``
-and ``_group_codes`` (one row a sweep, scores looked up by :func:`homalign.dp.simd.
-lookup_lanes16`) run instead.
+in registers rather than read from per-pair matrices), and one query profile against many
+target code sequences (:func:`score_local_profile`, the PSSM search): ROWS (4) query rows per
+sweep of the columns, in LLVM IR, the values of a column passing from row to row in registers,
+each row with its query-side gap costs (the target side costs nothing), so H and E go through
+memory once per ROWS rows; the same float32 operations per cell as ``_local_row``, so the same
+bits. When every lane is in the same query row (one query, or one profile, against many
+targets) a row's scores at a column are one ``vpermi2ps`` of the row's 32 table entries by the
+16 lanes' target codes (``_sweep_rows``, AVX-512F); otherwise :func:`homalign.dp.simd.
+lookup_lanes16` writes the ROWS rows' scores of each lane, from its own query residue's row,
+to a buffer the sweep reads (``_group_rows``, ``_sweep_rows_packed``). For an integer-valued
+matrix and gap costs on an AVX-512BW host :func:`score_local_codes` runs the int8 / int16
+kernels of :mod:`homalign.dp.lanes_int` first and recomputes their saturated pairs here: the
+same scores, float32, either way.
 """
 
 from __future__ import annotations
@@ -109,14 +107,6 @@ _vstore = partial(vstore, align=4)
 _splat = partial(splat, vtype=_V)
 _vmax = vmax
 _UNROLL = 4  # columns per trip of the row loop (then one column a trip for the rest)
-
-
-
-
-
-
-
-
 
 
 def _row_codegen(vec: bool):  # noqa: ANN202
@@ -366,50 +356,6 @@ def score_local_lanes(mats, which: np.ndarray, lqs: np.ndarray, lts: np.ndarray,
 CODE_TABLE = 32  # the lookup table is (CODE_TABLE + 1) x CODE_TABLE: matrix, then -inf padding
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def _group_codes(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, out):  # noqa: ANN001, ANN201, PLR0913
-    """Best local score of pairs ``idx`` (<= LANES): S[i, j] = table[q[i] * 32 + t[j]]."""
-    n = idx.shape[0]
-    T = 0
-    Q = 0
-    for u in range(n):
-        T = max(T, tl[idx[u]])
-        Q = max(Q, ql_[idx[u]])
-    tp = (T + LANES - 1) // LANES * LANES
-    ql = _QL_CONST
-    B = np.full((tp + 1) * ql, NEG, dtype=np.float32)
-    pad = np.int32(CODE_TABLE - 1)  # a column of -inf
-    starts = np.zeros(LANES, dtype=np.int64)
-    lens = np.zeros(LANES, dtype=np.int64)
-    for u in range(n):
-        starts[u] = to[idx[u]]
-        lens[u] = tl[idx[u]]
-    rows = np.full(LANES, CODE_TABLE * CODE_TABLE, dtype=np.int32)  # the -inf row
-    zero = np.float32(0.0)
-    for i in range(Q):
-        for u in range(n):
-            k = idx[u]
-            rows[u] = qc[qo[k] + i] * CODE_TABLE if i < ql_[k] else CODE_TABLE * CODE_TABLE
-        for j0 in range(0, T, LANES):
-            lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
-        _local_row(B, T, go_i, ge_i, go_d, ge_d)
-    for u in range(n):
-        b = B[_QB + u]
-        out[u] = b if b > zero else zero
-
-
-@njit(cache=True, parallel=True)
-def _run_codes(table, qc, qo, ql_, tc, to, tl, order, go_i, ge_i, go_d, ge_d, scores):  # noqa: ANN001, ANN201, PLR0913
-    ng = (order.shape[0] + LANES - 1) // LANES
-    for p0 in prange(ng):
-        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
-        idx = order[g * LANES:min(order.shape[0], (g + 1) * LANES)]
-        o = np.zeros(idx.shape[0], dtype=np.float32)
-        _group_codes(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, o)
-        for u in range(idx.shape[0]):
-            scores[idx[u]] = o[u]
-
-
 def validate_codes_args(matrix: np.ndarray, n_queries: int, n_targets: int, gap_open: float,
                         gap_extend: float, first_gap: float | None
                         ) -> tuple[np.ndarray, np.float32, np.float32]:
@@ -477,7 +423,9 @@ def float_scores(M: np.ndarray, go: np.float32, ge: np.float32, qc: np.ndarray, 
         _run_shared(table, roffs, CODE_TABLE * CODE_TABLE, cg, ce, cg, ce, tc, to, tl, order,
                     scores)
     elif order.size:
-        _run_codes(table, qc, qo, ql_, tc, to, tl, order, go, ge, go, ge, scores)
+        cg = np.full(int(ql_.max()), go, np.float32)
+        ce = np.full(int(ql_.max()), ge, np.float32)
+        _run_rows(table, qc, qo, ql_, tc, to, tl, order, cg, ce, cg, ce, False, scores)
     return scores[w]
 
 
@@ -547,24 +495,39 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
 ROWS = 4  # query rows per sweep of the shared-rows kernel
 
 
-def _shared_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
-    """The body of :func:`_sweep_rows`."""
+def _rows_codegen(packed: bool):  # noqa: ANN202, C901
+    """The body of :func:`_sweep_rows` (``packed``: of :func:`_sweep_rows_packed`)."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        return _rows_body(context, builder, signature, args, packed)
+
+    return codegen
+
+
+def _rows_body(context, builder, signature, args, packed):  # noqa: ANN001, ANN202, PLR0915
     from numba.core import cgutils
 
-    hb_, eb_, tv_, tab_, roffs_, costs_, t_, st_ = args
     tys = signature.args
     b = builder
     i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
-    hp, ep, tvp, tabp, rp, cp, stp = (
-        context.make_array(tys[k])(context, b, v).data
-        for k, v in ((0, hb_), (1, eb_), (2, tv_), (3, tab_), (4, roffs_), (5, costs_),
-                     (7, st_)))
-    perm = cgutils.get_or_insert_function(
-        b.module, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
-    rows = []
-    for r in range(ROWS):
-        base = b.gep(tabp, [b.load(b.gep(rp, [i64(r)]))])
-        rows.append((_vload(b, base, i64(0)), _vload(b, base, i64(LANES))))
+
+    def data(k, v):  # noqa: ANN001, ANN202
+        return context.make_array(tys[k])(context, b, v).data
+
+    if packed:
+        hb_, eb_, sb_, costs_, t_, ts_, st_ = args
+        hp, ep, sp, cp, stp = (data(k, v) for k, v in ((0, hb_), (1, eb_), (2, sb_),
+                                                       (3, costs_), (6, st_)))
+    else:
+        hb_, eb_, tv_, tab_, roffs_, costs_, t_, st_ = args
+        hp, ep, tvp, tabp, rp, cp, stp = (data(k, v) for k, v in (
+            (0, hb_), (1, eb_), (2, tv_), (3, tab_), (4, roffs_), (5, costs_), (7, st_)))
+        perm = cgutils.get_or_insert_function(
+            b.module, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
+        rows = []
+        for r in range(ROWS):
+            base = b.gep(tabp, [b.load(b.gep(rp, [i64(r)]))])
+            rows.append((_vload(b, base, i64(0)), _vload(b, base, i64(LANES))))
     cost = [[_splat(b, b.load(b.gep(cp, [i64(4 * r + c)]))) for c in range(4)]
             for r in range(ROWS)]
     zero = ir.Constant(_V, [0.0] * LANES)
@@ -581,13 +544,17 @@ def _shared_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
     dd = [b.phi(_V) for _ in range(ROWS)]  # D(i, j-1)
     best = b.phi(_V)
     off = b.mul(j, i64(LANES))
-    idx = b.load(b.bitcast(b.gep(tvp, [off]), _VI.as_pointer()), align=4)
+    if not packed:
+        idx = b.load(b.bitcast(b.gep(tvp, [off]), _VI.as_pointer()), align=4)
     hu = _vload(b, hp, off)
     eu = _vload(b, ep, off)
     hd_n, t_n, d_n, hs = [], [], [], []
     for r in range(ROWS):  # the float32 operations of _local_row, in its order
         c_io, c_ie, c_do, c_de = cost[r]
-        s_ = b.call(perm, [rows[r][0], idx, rows[r][1]])
+        if packed:  # row r's scores: sb[(r * ts + j) * 16 + lane]
+            s_ = _vload(b, sp, b.mul(b.add(b.mul(i64(r), ts_), j), i64(LANES)))
+        else:
+            s_ = b.call(perm, [rows[r][0], idx, rows[r][1]])
         m = b.fadd(_vmax(b, hd[r], zero), s_)
         e = _vmax(b, b.fsub(hu, c_io), b.fsub(eu, c_ie))
         tn = _vmax(b, m, e)
@@ -629,7 +596,81 @@ def _sweep_rows(typingctx, hb, eb, tv, tab, roffs, costs, t, st):  # noqa: ANN00
     best (float32 (16,)). The cells run :func:`_local_row`'s float32 operations in its order, so
     the scores are the same bits; the values of a column pass from row to row in registers (the
     buffers are read and written once per ROWS rows), as :mod:`homalign.dp.lanes_int` does."""
-    return types.void(hb, eb, tv, tab, roffs, costs, t, st), _shared_codegen
+    return types.void(hb, eb, tv, tab, roffs, costs, t, st), _rows_codegen(False)
+
+
+@intrinsic
+def _sweep_rows_packed(typingctx, hb, eb, sb, costs, t, ts, st):  # noqa: ANN001, ANN201, ARG001
+    """:func:`_sweep_rows` with row r's scores read from ``sb[(r ts + j) 16 + lane]`` (float32,
+    ROWS rows of ``ts`` lane-major columns, filled by :func:`homalign.dp.simd.lookup_lanes16`):
+    pairs whose lanes are in different query rows."""
+    return types.void(hb, eb, sb, costs, t, ts, st), _rows_codegen(True)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _group_rows(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, profile, out):  # noqa: ANN001, ANN201, PLR0913
+    """Best local scores of the pairs ``idx`` (<= LANES), ROWS query rows a sweep
+    (:func:`_sweep_rows_packed`): lane u's score at row i, column j is ``table[rows_u(i) +
+    t_u[j]]`` with ``rows_u(i) = q_u[i] * 32`` (codes) or ``i * 32`` (``profile``: one query
+    profile, its rows in ``table``), and row i costs ``go_i[i]``, ``ge_i[i]``, ``go_d[i]``,
+    ``ge_d[i]`` in every lane; rows past a lane's query read the -inf row at
+    ``(ql_ + 1) * 32`` for a profile, ``32 * 32`` for codes."""
+    n = idx.shape[0]
+    T = 0
+    Q = 0
+    for u in range(n):
+        T = max(T, tl[idx[u]])
+        Q = max(Q, ql_[idx[u]])
+    tp = (T + LANES - 1) // LANES * LANES
+    st = np.full(LANES, NEG, dtype=np.float32)
+    if T > 0 and Q > 0:
+        hb = np.full(T * LANES, NEG, dtype=np.float32)
+        eb = np.full(T * LANES, NEG, dtype=np.float32)
+        sb = np.empty(ROWS * tp * LANES, dtype=np.float32)
+        pad = np.int32(CODE_TABLE - 1)  # a column of -inf
+        none = Q * CODE_TABLE if profile else CODE_TABLE * CODE_TABLE  # the -inf row
+        starts = np.zeros(LANES, dtype=np.int64)
+        lens = np.zeros(LANES, dtype=np.int64)
+        for u in range(n):
+            starts[u] = to[idx[u]]
+            lens[u] = tl[idx[u]]
+        rows = np.full(LANES, none, dtype=np.int32)
+        costs = np.zeros(4 * ROWS, dtype=np.float32)
+        for i0 in range(0, Q, ROWS):
+            for r in range(ROWS):
+                i = i0 + r
+                for u in range(n):
+                    k = idx[u]
+                    if i >= ql_[k]:
+                        rows[u] = none
+                    elif profile:
+                        rows[u] = i * CODE_TABLE
+                    else:
+                        rows[u] = qc[qo[k] + i] * CODE_TABLE
+                for j0 in range(0, T, LANES):
+                    lookup_lanes16(sb, (r * tp + j0) * LANES, LANES, table, rows, tc, starts,
+                                   lens, j0, pad)
+                if i < Q:
+                    costs[4 * r] = go_i[i]
+                    costs[4 * r + 1] = ge_i[i]
+                    costs[4 * r + 2] = go_d[i]
+                    costs[4 * r + 3] = ge_d[i]
+            _sweep_rows_packed(hb, eb, sb, costs, T, tp, st)
+    zero = np.float32(0.0)
+    for u in range(n):
+        out[u] = st[u] if st[u] > zero else zero
+
+
+@njit(cache=True, parallel=True)
+def _run_rows(table, qc, qo, ql_, tc, to, tl, order, go_i, ge_i, go_d, ge_d, profile, scores):  # noqa: ANN001, ANN201, PLR0913
+    ng = (order.shape[0] + LANES - 1) // LANES
+    for p0 in prange(ng):
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
+        idx = order[g * LANES:min(order.shape[0], (g + 1) * LANES)]
+        o = np.zeros(idx.shape[0], dtype=np.float32)
+        _group_rows(table, qc, qo, ql_, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, profile, o)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = o[u]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -681,48 +722,6 @@ def _run_shared(table, roffs, pad, go_i, ge_i, go_d, ge_d, tc, to, tl, order, sc
 
 
 # ------------------------------------------------ one query profile against many target codes
-@njit(cache=True, nogil=True, error_model="numpy")
-def _group_profile(table, lq, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, out):  # noqa: ANN001, ANN201, PLR0913
-    """Best local score of the query profile (``table``: row i at ``i * 32``, -inf past its K
-    columns) against the targets ``idx`` (<= LANES), S[i, j] = table[i * 32 + t[j]], with the
-    costs of row i ``go_i[i]``, ``ge_i[i]``, ``go_d[i]``, ``ge_d[i]`` in every lane."""
-    n = idx.shape[0]
-    T = 0
-    for u in range(n):
-        T = max(T, tl[idx[u]])
-    tp = (T + LANES - 1) // LANES * LANES
-    ql = _QL_CONST
-    B = np.full((tp + 1) * ql, NEG, dtype=np.float32)
-    pad = np.int32(CODE_TABLE - 1)  # a column of -inf
-    starts = np.zeros(LANES, dtype=np.int64)
-    lens = np.zeros(LANES, dtype=np.int64)
-    for u in range(LANES):  # unused lanes: no codes read, all pad
-        starts[u] = to[idx[u]] if u < n else to[idx[0]]
-        lens[u] = tl[idx[u]] if u < n else 0
-    rows = np.zeros(LANES, dtype=np.int32)
-    zero = np.float32(0.0)
-    for i in range(lq):
-        r = np.int32(i * CODE_TABLE)
-        for u in range(LANES):
-            rows[u] = r
-        for j0 in range(0, T, LANES):
-            lookup_lanes16(B, j0 * ql + (ql + _QS), ql, table, rows, tc, starts, lens, j0, pad)
-        _local_row(B, T, go_i[i], ge_i[i], go_d[i], ge_d[i])
-    for u in range(n):
-        b = B[_QB + u]
-        out[u] = b if b > zero else zero
-
-
-@njit(cache=True, parallel=True)
-def _run_profile(table, lq, tc, to, tl, order, go_i, ge_i, go_d, ge_d, scores):  # noqa: ANN001, ANN201, PLR0913
-    ng = (order.shape[0] + LANES - 1) // LANES
-    for p0 in prange(ng):
-        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
-        idx = order[g * LANES:min(order.shape[0], (g + 1) * LANES)]
-        o = np.zeros(idx.shape[0], dtype=np.float32)
-        _group_profile(table, lq, tc, to, tl, idx, go_i, ge_i, go_d, ge_d, o)
-        for u in range(idx.shape[0]):
-            scores[idx[u]] = o[u]
 
 
 def profile_row_costs(gaps: GapCosts) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -790,6 +789,7 @@ def score_local_profile(profile: np.ndarray, targets: Sequence, q_ins_open: np.n
         roffs = np.arange(lq, dtype=np.int64) * CODE_TABLE
         _run_shared(table, roffs, lq * CODE_TABLE, *profile_row_costs(gaps), tc, to, tl, order,
                     scores)
-    else:
-        _run_profile(table, lq, tc, to, tl, order, *profile_row_costs(gaps), scores)
+    else:  # no vpermi2ps: the rows' scores through lookup_lanes16's gathers
+        _run_rows(table, tc[:0], np.zeros(n, np.int64), np.full(n, lq, np.int64), tc, to, tl,
+                  order, *profile_row_costs(gaps), True, scores)
     return scores
