@@ -357,3 +357,34 @@ def test_int8_is_taken_for_one_query_only(monkeypatch: pytest.MonkeyPatch) -> No
     assert len(calls) == (1 if lanes_int.AVAILABLE8 else 0)
     assert int8_limit(B62 + np.float32(0.5), np.float32(12), np.float32(1)) is None
     assert LANES8 == 2 * LANES16
+
+
+def test_one_query_against_slices_of_packed_codes_equals_the_float_path() -> None:
+    """score_local_query_packed reads the targets as slices of one (uint8) code array, as a
+    database stores them: the same scores as score_local_codes, through every fallback."""
+    from homalign.dp.lanes import score_local_query_packed
+
+    rng = np.random.default_rng(41)
+    q = rng.integers(0, 20, 150)
+    ts = [rng.integers(0, 23, int(rng.integers(1, 300))) for _ in range(130)]
+    ts[3] = np.concatenate([q, q])  # past int8's limit
+    ts[77] = q.copy()
+    codes = np.concatenate(ts).astype(np.uint8)
+    lens = np.array([len(t) for t in ts])
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    pick = np.array([5, 3, 77, 0, 129, 64, 63] + list(range(10, 80)))
+    M = B62.copy()
+    for go, ge in ((11.0, 1.0), (0.0, 0.0), (300.0, 1.0)):
+        got = score_local_query_packed(q, codes, starts[pick], lens[pick], M, go, ge)
+        want = score_local_codes_float32([q] * len(pick), [ts[k] for k in pick], M, go, ge)
+        assert np.array_equal(got, want)
+    big = M.copy()
+    big[np.diag_indices(20)] = 3000.0  # past int16's limit too
+    got = score_local_query_packed(q, codes, starts[pick], lens[pick], big)
+    assert np.array_equal(got, score_local_codes_float32([q] * len(pick),
+                                                         [ts[k] for k in pick], big))
+    assert score_local_query_packed(q, codes, [], [], M).shape == (0,)
+    with pytest.raises(ValueError, match="inside codes"):
+        score_local_query_packed(q, codes, [len(codes) - 2], [5], M)
+    with pytest.raises(ValueError, match="codes"):
+        score_local_query_packed(q + 30, codes, [0], [5], M)

@@ -60,7 +60,8 @@ from homalign.dp.simd import (
     vstore,
 )
 
-__all__ = ["CODE_TABLE", "LANES", "code_table", "float_scores", "pack_codes", "profile_row_costs", "score_local_codes",
+__all__ = ["CODE_TABLE", "LANES", "code_table", "float_scores", "pack_codes", "profile_row_costs",
+           "score_local_codes", "score_local_query_packed",
            "score_local_codes_float32", "score_local_lanes", "score_local_profile",
            "validate_codes_args"]
 
@@ -468,27 +469,69 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
     if len(queries) == 0:
         return np.zeros(0, dtype=np.float32)
     K = M.shape[0]
-    packed = (*pack_codes(queries, K), *pack_codes(targets, K))
-    qc, qo, ql_, tc, to, tl = packed
+    qc, qo, ql_ = pack_codes(queries, K)
+    if (lanes_int.AVAILABLE8 and not qo.any() and (ql_ == ql_[0]).all()
+            and lanes_int.int8_limit(M, go, ge) is not None):
+        # one query against many targets: int8 lanes first (_one_query)
+        tc, to, tl = pack_codes(targets, K)
+        return _one_query(M, go, ge, qc[:ql_[0]], tc, to, tl)
+    packed = (qc, qo, ql_, *pack_codes(targets, K))
     limit = lanes_int.int16_limit(M, go, ge) if lanes_int.AVAILABLE else None
     if limit is None:
         return float_scores(M, go, ge, *packed)
-    limit8 = lanes_int.int8_limit(M, go, ge) if lanes_int.AVAILABLE8 else None
-    if limit8 is not None and not qo.any() and (ql_ == ql_[0]).all():
-        # one query against many targets: int8 lanes, then int16 for the pairs past its limit
-        scores, sat = lanes_int.int8_scores(M, go, ge, limit8, qc[:ql_[0]], tc, to, tl)
-        which = np.flatnonzero(sat)
-        if which.size:
-            scores[which], sat16 = lanes_int.int16_scores(M, go, ge, limit, qc, qo[which],
-                                                          ql_[which], tc, to[which], tl[which])
-            sat[:] = False
-            sat[which[sat16]] = True
-    else:
-        scores, sat = lanes_int.int16_scores(M, go, ge, limit, *packed)
+    scores, sat = lanes_int.int16_scores(M, go, ge, limit, *packed)
     if sat.any():  # lanes that reached int16's limit: the float32 kernel, as parasail's sat
         which = np.flatnonzero(sat)
         scores[which] = float_scores(M, go, ge, *packed, which)
     return scores
+
+
+def _one_query(M: np.ndarray, go: np.float32, ge: np.float32, q: np.ndarray, codes: np.ndarray,
+               starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """One query (int32 codes) against targets ``codes[starts[k]:starts[k] + lengths[k]]``
+    (any integer dtype, every code < K): the int8 kernel, then the int16 kernel for the targets
+    past int8's limit and the float32 kernel for those past int16's (the targets of a
+    fallback are packed alone, so ``codes`` may be a whole database)."""
+    limit8 = lanes_int.int8_limit(M, go, ge)
+    scores, sat = lanes_int.int8_scores(M, go, ge, limit8, q, codes, starts, lengths)
+    which = np.flatnonzero(sat)
+    if which.size:
+        K = M.shape[0]
+        sub = [codes[starts[k]:starts[k] + lengths[k]] for k in which.tolist()]
+        packed = (q, np.zeros(which.size, np.int64), np.full(which.size, len(q), np.int64),
+                  *pack_codes(sub, K))
+        s16, sat16 = lanes_int.int16_scores(M, go, ge, lanes_int.int16_limit(M, go, ge), *packed)
+        if sat16.any():
+            w16 = np.flatnonzero(sat16)
+            s16[w16] = float_scores(M, go, ge, *packed, w16)
+        scores[which] = s16
+    return scores
+
+
+def score_local_query_packed(query: np.ndarray, codes: np.ndarray, starts: np.ndarray,
+                             lengths: np.ndarray, matrix: np.ndarray, gap_open: float = 11.0,
+                             gap_extend: float = 1.0, *,
+                             first_gap: float | None = None) -> np.ndarray:
+    """:func:`score_local_codes` of one query against targets that are slices of one code
+    array (a database's packed codes): target k is ``codes[starts[k]:starts[k] + lengths[k]]``,
+    so nothing is copied per target. ``codes`` must lie in [0, K) (the caller's database
+    guarantees it: it is not scanned here); the query and the slices are checked."""
+    M, go, ge = validate_codes_args(matrix, 1, 1, gap_open, gap_extend, first_gap)
+    K = M.shape[0]
+    q, _, _ = pack_codes([query], K)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    if starts.shape != lengths.shape or (starts.size and (
+            starts.min() < 0 or lengths.min() < 0 or (starts + lengths).max() > len(codes))):
+        raise ValueError("target slices must lie inside codes")
+    if starts.size == 0:
+        return np.zeros(0, dtype=np.float32)
+    if (len(q) and lanes_int.AVAILABLE8 and np.asarray(codes).dtype.kind in "iu"
+            and lanes_int.int8_limit(M, go, ge) is not None):
+        return _one_query(M, go, ge, q, np.asarray(codes), starts, lengths)
+    targets = [codes[s:s + m] for s, m in zip(starts.tolist(), lengths.tolist(), strict=True)]
+    return score_local_codes([query] * len(targets), targets, M, gap_open, gap_extend,
+                             first_gap=first_gap)
 
 
 # ------------------------------------------------ one query (or profile) against many targets

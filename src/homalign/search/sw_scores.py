@@ -1,8 +1,8 @@
 """Compiled score-only Smith–Waterman of one query against many packed database sequences.
 
-For integer matrices and gap costs, :func:`homalign.dp.lanes.score_local_codes` runs it on an
-AVX-512BW host (its int16 kernel, 32 targets a vector: 1.4x pyopal on the learned search's SW
-stage, the same scores), else pyopal (Opal's AVX2 database search) when the database object is
+For integer matrices and gap costs, :func:`homalign.dp.lanes.score_local_query_packed` runs it
+on an AVX-512BW host (int8 lanes, 64 targets a vector, straight from the database's packed
+codes; int16 and float32 for the few past int8's limit; the same scores), else pyopal (Opal's AVX2 database search) when the database object is
 given; the numba kernel here is the reference.
 
 The search engine's fast path for substitution-matrix local alignment (method ``sw``): no
@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from homalign.alphabet import N_CODES
 from homalign.dp import lanes_int
-from homalign.dp.lanes import CODE_TABLE, score_local_codes
+from homalign.dp.lanes import CODE_TABLE, score_local_query_packed
 from homalign.matrices import substitution_matrix
 
 
@@ -140,8 +141,9 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
               gap_extend: float = 1.0, db=None) -> np.ndarray:  # noqa: ANN001
     """float32 local alignment scores of the query against ``targets`` (indices into offsets).
 
-    :func:`homalign.dp.lanes.score_local_codes` computes them (int16, 32 targets a vector, for
-    an integer-valued matrix and gap costs on an AVX-512BW host; else float32, 16 a vector),
+    :func:`homalign.dp.lanes.score_local_query_packed` computes them from the packed ``codes``
+    (alphabet codes, all below the matrix's size; int8 then int16 lanes for an integer-valued
+    matrix and gap costs on an AVX-512BW host; else float32, 16 targets a vector),
     except that without AVX-512BW, with ``db`` (the :class:`homalign.search.SequenceDB` that
     ``codes``/``offsets`` belong to) and integer costs, pyopal (Opal's AVX2 inter-sequence
     kernels) does; for negative gap costs, the numba kernel below (the reference). The scores
@@ -153,11 +155,12 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
     tg = np.ascontiguousarray(targets, dtype=np.int64)
     go, ge = np.float32(gap_open + gap_extend), np.float32(gap_extend)
     M = substitution_matrix(matrix)
-    if go >= ge >= 0 and M.shape[0] < CODE_TABLE and np.all(np.isfinite(M)) and len(tg):
+    if (go >= ge >= 0 and N_CODES <= M.shape[0] < CODE_TABLE and np.all(np.isfinite(M))
+            and len(tg)):
         # homalign.dp.lanes' kernels (int16 or float32): the same scores as _sw_many (tests)
-        q = np.asarray(query_codes)
         offs = np.asarray(offsets)
-        return score_local_codes([q] * len(tg), [codes[offs[t]:offs[t + 1]] for t in tg], M,
-                                 float(gap_open), float(ge), first_gap=float(go))
+        return score_local_query_packed(np.asarray(query_codes), codes, offs[tg],
+                                        offs[tg + 1] - offs[tg], M, float(gap_open), float(ge),
+                                        first_gap=float(go))
     prof = query_profile(np.asarray(query_codes), matrix)
     return _sw_many(prof, codes, offsets, tg, go, ge)
