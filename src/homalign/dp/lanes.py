@@ -52,6 +52,7 @@ from homalign.dp.pairwise import align_score
 from homalign.dp.simd import (
     PERMUTE_TABLE,
     TABLE,
+    column_loop,
     lookup_lanes16,
     pack_lanes16_at,
     splat,
@@ -152,39 +153,8 @@ def _row_codegen(vec: bool):  # noqa: ANN202
         carry0 = [ninf, ninf, ninf, _vload(b, bp, i64(_QB))]
         nu = b.and_(T_, i64(-_UNROLL))  # columns done _UNROLL a trip
 
-        def loop(name, start, stop, step, carry_in):  # noqa: ANN001, ANN202
-            pre = b.block
-            body = b.append_basic_block(f"{name}.body")
-            done = b.append_basic_block(f"{name}.done")
-            b.cbranch(b.icmp_signed("<", start, stop), body, done)
-            b.position_at_end(body)
-            jj = b.phi(_i64)
-            cs = [b.phi(_V) for _ in carry_in]
-            cur = list(cs)
-            for k in range(step):
-                cur = list(column(b.add(jj, i64(k)), *cur))
-            jn = b.add(jj, i64(step))
-            end = b.block
-            jj.add_incoming(start, pre)
-            jj.add_incoming(jn, end)
-            for p, c0, c1 in zip(cs, carry_in, cur, strict=True):
-                p.add_incoming(c0, pre)
-                p.add_incoming(c1, end)
-            b.cbranch(b.icmp_signed("<", jn, stop), body, done)
-            b.position_at_end(done)
-            outs = []
-            for c0, c1 in zip(carry_in, cur, strict=True):
-                p = b.phi(_V)
-                p.add_incoming(c0, pre)
-                p.add_incoming(c1, end)
-                outs.append(p)
-            jout = b.phi(_i64)
-            jout.add_incoming(start, pre)
-            jout.add_incoming(jn, end)
-            return jout, outs
-
-        j1, carry = loop("row4", i64(0), nu, _UNROLL, carry0)
-        _, carry = loop("row1", j1, T_, 1, carry)
+        j1, carry = column_loop(b, "row4", i64(0), nu, _UNROLL, carry0, column)
+        _, carry = column_loop(b, "row1", j1, T_, 1, carry, column)
         _vstore(b, carry[3], bp, i64(_QB))  # the running best, to column 0 for the next row
         return context.get_dummy_value()
 

@@ -22,7 +22,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "array_data", "get_mxcsr", "lookup_lanes16",
+__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "array_data", "column_loop", "get_mxcsr",
+           "lookup_lanes16",
            "pack_lanes16", "pack_lanes16_at", "set_mxcsr", "splat", "transpose16", "vload",
            "vmax", "vstore"]
 
@@ -97,6 +98,44 @@ def vmax(builder, v, t):  # noqa: ANN001, ANN201
     """``v if v > t else t`` per lane (``t`` where either is NaN), as the scalar kernels write
     it."""
     return builder.select(builder.fcmp_ordered(">", v, t), v, t)
+
+
+def column_loop(builder, name, start, stop, step, carry_in, column):  # noqa: ANN001, ANN201, PLR0913
+    """IR: ``for jj in range(start, stop, step)`` (i64 values; ``stop - start`` a multiple of
+    ``step`` unless ``step`` is 1) calling ``column(jj + k, *carried)`` for k < step, the
+    carried vectors in phis (registers), skipped when ``start >= stop``. Returns ``(j, carried)``
+    after the loop: where it stopped and the values it carries out."""
+    b = builder
+    i64 = ir.IntType(64)
+    pre = b.block
+    body = b.append_basic_block(f"{name}.body")
+    done = b.append_basic_block(f"{name}.done")
+    b.cbranch(b.icmp_signed("<", start, stop), body, done)
+    b.position_at_end(body)
+    jj = b.phi(i64)
+    cs = [b.phi(c.type) for c in carry_in]
+    cur = list(cs)
+    for k in range(step):
+        cur = list(column(b.add(jj, ir.Constant(i64, k)), *cur))
+    jn = b.add(jj, ir.Constant(i64, step))
+    end = b.block
+    jj.add_incoming(start, pre)
+    jj.add_incoming(jn, end)
+    for p, c0, c1 in zip(cs, carry_in, cur, strict=True):
+        p.add_incoming(c0, pre)
+        p.add_incoming(c1, end)
+    b.cbranch(b.icmp_signed("<", jn, stop), body, done)
+    b.position_at_end(done)
+    outs = []
+    for c0, c1 in zip(carry_in, cur, strict=True):
+        p = b.phi(c0.type)
+        p.add_incoming(c0, pre)
+        p.add_incoming(c1, end)
+        outs.append(p)
+    jout = b.phi(i64)
+    jout.add_incoming(start, pre)
+    jout.add_incoming(jn, end)
+    return jout, outs
 
 
 class _VecGEP(ir.Instruction):

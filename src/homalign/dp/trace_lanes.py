@@ -28,7 +28,16 @@ from numba.extending import intrinsic
 
 from homalign.dp.lanes import CODE_TABLE, pack_row
 from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL
-from homalign.dp.simd import TABLE, array_data, lookup_lanes16, prefetch, splat, vload, vstore
+from homalign.dp.simd import (
+    TABLE,
+    array_data,
+    column_loop,
+    lookup_lanes16,
+    prefetch,
+    splat,
+    vload,
+    vstore,
+)
 
 __all__ = ["LANES", "MAX_GROUP_CELLS", "MIN_FILL", "trace_lanes"]
 
@@ -184,39 +193,8 @@ def _row_codegen(const: bool, local: bool):  # noqa: ANN202, C901
         carry0 = [_vload(b, bp, i64(s)) for s in (_TO, _TT, _TD, _TBV, _TBP)]
         nu = b.and_(T_, i64(-_UNROLL))
 
-        def loop(name, start, stop, step, carry_in):  # noqa: ANN001, ANN202
-            pre = b.block
-            body = b.append_basic_block(f"{name}.body")
-            done = b.append_basic_block(f"{name}.done")
-            b.cbranch(b.icmp_signed("<", start, stop), body, done)
-            b.position_at_end(body)
-            jj = b.phi(_i64)
-            cs = [b.phi(_V) for _ in carry_in]
-            cur = list(cs)
-            for k in range(step):
-                cur = list(column(b.add(jj, i64(k)), *cur))
-            jn = b.add(jj, i64(step))
-            end = b.block
-            jj.add_incoming(start, pre)
-            jj.add_incoming(jn, end)
-            for p, c0, c1 in zip(cs, carry_in, cur, strict=True):
-                p.add_incoming(c0, pre)
-                p.add_incoming(c1, end)
-            b.cbranch(b.icmp_signed("<", jn, stop), body, done)
-            b.position_at_end(done)
-            outs = []
-            for c0, c1 in zip(carry_in, cur, strict=True):
-                p = b.phi(_V)
-                p.add_incoming(c0, pre)
-                p.add_incoming(c1, end)
-                outs.append(p)
-            jout = b.phi(_i64)
-            jout.add_incoming(start, pre)
-            jout.add_incoming(jn, end)
-            return jout, outs
-
-        j1, carry = loop("trow2", i64(0), nu, _UNROLL, carry0)
-        _, carry = loop("trow1", j1, T_, 1, carry)
+        j1, carry = column_loop(b, "trow2", i64(0), nu, _UNROLL, carry0, column)
+        _, carry = column_loop(b, "trow1", j1, T_, 1, carry, column)
         if local:  # the running best, in column T's slots (the next row's column 0 reads them)
             last = b.gep(bp, [b.mul(T_, i64(_TL))])
             _vstore(b, carry[3], last, i64(_TBV))
