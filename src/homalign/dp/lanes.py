@@ -546,55 +546,40 @@ def _rows_body(context, builder, signature, args, packed):  # noqa: ANN001, ANN2
     zero = ir.Constant(_V, [0.0] * LANES)
     ninf = ir.Constant(_V, [float("-inf")] * LANES)
     best0 = _vload(b, stp, i64(0))
-    pre = b.block
-    loop = b.append_basic_block("rows.loop")
-    done = b.append_basic_block("rows.done")
-    b.branch(loop)
-    b.position_at_end(loop)
-    j = b.phi(_i64)
-    hd = [b.phi(_V) for _ in range(ROWS)]  # H(i-1, j-1) of each row
-    tt = [b.phi(_V) for _ in range(ROWS)]  # T(i, j-1)
-    dd = [b.phi(_V) for _ in range(ROWS)]  # D(i, j-1)
-    best = b.phi(_V)
-    off = b.mul(j, i64(LANES))
-    if not packed:
-        idx = b.load(b.bitcast(b.gep(tvp, [off]), _VI.as_pointer()), align=4)
-    hu = _vload(b, hp, off)
-    eu = _vload(b, ep, off)
-    hd_n, t_n, d_n, hs = [], [], [], []
-    for r in range(ROWS):  # the float32 operations of _local_row, in its order
-        c_io, c_ie, c_do, c_de = cost[r]
-        if packed:  # row r's scores: sb[(r * ts + j) * 16 + lane]
-            s_ = _vload(b, sp, b.mul(b.add(b.mul(i64(r), ts_), j), i64(LANES)))
-        else:
-            s_ = b.call(perm, [rows[r][0], idx, rows[r][1]])
-        m = b.fadd(_vmax(b, hd[r], zero), s_)
-        e = _vmax(b, b.fsub(hu, c_io), b.fsub(eu, c_ie))
-        tn = _vmax(b, m, e)
-        dn = _vmax(b, b.fsub(tt[r], c_do), b.fsub(dd[r], c_de))
-        h = _vmax(b, tn, dn)
-        hd_n.append(hu)
-        t_n.append(tn)
-        d_n.append(dn)
-        hs.append(h)
-        hu, eu = h, e
-    _vstore(b, hu, hp, off)
-    _vstore(b, eu, ep, off)
-    bn = best
-    for h in hs:
-        bn = _vmax(b, h, bn)
-    jn = b.add(j, i64(1))
-    end = b.block
-    b.cbranch(b.icmp_signed("<", jn, t_), loop, done)
-    j.add_incoming(i64(0), pre)
-    j.add_incoming(jn, end)
-    for r in range(ROWS):
-        for phi, v1 in ((hd[r], hd_n[r]), (tt[r], t_n[r]), (dd[r], d_n[r])):
-            phi.add_incoming(ninf, pre)
-            phi.add_incoming(v1, end)
-    best.add_incoming(best0, pre)
-    best.add_incoming(bn, end)
-    b.position_at_end(done)
+    def column(j, *carried):  # noqa: ANN001, ANN202
+        hd, tt, dd, best = (carried[:ROWS], carried[ROWS:2 * ROWS], carried[2 * ROWS:3 * ROWS],
+                            carried[-1])
+        off = b.mul(j, i64(LANES))
+        if not packed:
+            idx = b.load(b.bitcast(b.gep(tvp, [off]), _VI.as_pointer()), align=4)
+        hu = _vload(b, hp, off)
+        eu = _vload(b, ep, off)
+        hd_n, t_n, d_n, hs = [], [], [], []
+        for r in range(ROWS):  # the float32 operations of _local_row, in its order
+            c_io, c_ie, c_do, c_de = cost[r]
+            if packed:  # row r's scores: sb[(r * ts + j) * 16 + lane]
+                s_ = _vload(b, sp, b.mul(b.add(b.mul(i64(r), ts_), j), i64(LANES)))
+            else:
+                s_ = b.call(perm, [rows[r][0], idx, rows[r][1]])
+            m = b.fadd(_vmax(b, hd[r], zero), s_)
+            e = _vmax(b, b.fsub(hu, c_io), b.fsub(eu, c_ie))
+            tn = _vmax(b, m, e)
+            dn = _vmax(b, b.fsub(tt[r], c_do), b.fsub(dd[r], c_de))
+            h = _vmax(b, tn, dn)
+            hd_n.append(hu)
+            t_n.append(tn)
+            d_n.append(dn)
+            hs.append(h)
+            hu, eu = h, e
+        _vstore(b, hu, hp, off)
+        _vstore(b, eu, ep, off)
+        bn = best
+        for h in hs:
+            bn = _vmax(b, h, bn)
+        return [*hd_n, *t_n, *d_n, bn]
+
+    _, carried = column_loop(b, "rows", i64(0), t_, 1, [ninf] * (3 * ROWS) + [best0], column)
+    bn = carried[-1]
     _vstore(b, bn, stp, i64(0))
     return context.get_dummy_value()
 

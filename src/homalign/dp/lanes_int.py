@@ -69,7 +69,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from homalign.dp.simd import array_data, splat, vload, vstore
+from homalign.dp.simd import array_data, column_loop, splat, vload, vstore
 
 __all__ = ["AVAILABLE", "AVAILABLE8", "LANES8", "LANES16", "TABLE16", "int8_limit", "int8_scores",
            "int16_limit", "int16_scores"]
@@ -206,31 +206,17 @@ def _shared_codegen(vt, perm):  # noqa: ANN001, ANN202
         dp = _Dp(b, go_, ge_, vt)
         zero = ir.Constant(vt, [0] * lanes)
         best0 = load(b, stp, i64(0))
-        pre = b.block
-        loop = b.append_basic_block("shared.loop")
-        done = b.append_basic_block("shared.done")
-        b.branch(loop)
-        b.position_at_end(loop)
-        j = b.phi(_i64)
-        hd = [b.phi(vt) for _ in range(ROWS)]  # H(i-1, j-1) of each row
-        f = [b.phi(vt) for _ in range(ROWS)]  # F(i, j) of each row
-        best = b.phi(vt)
-        off = b.mul(j, i64(lanes))
-        codes = load(b, tvp, off)
-        hd_n, f_n, bestn = dp.column(hp, ep, off, [lambda r=r: perm(b, rows[r], codes)
-                                                   for r in range(ROWS)], hd, f, best)
-        jn = b.add(j, i64(1))
-        end = b.block
-        b.cbranch(b.icmp_signed("<", jn, t_), loop, done)
-        j.add_incoming(i64(0), pre)
-        j.add_incoming(jn, end)
-        for r in range(ROWS):
-            for phi, v1 in ((hd[r], hd_n[r]), (f[r], f_n[r])):
-                phi.add_incoming(zero, pre)
-                phi.add_incoming(v1, end)
-        best.add_incoming(best0, pre)
-        best.add_incoming(bestn, end)
-        b.position_at_end(done)
+        def column(j, *carried):  # noqa: ANN001, ANN202
+            hd, f, best = carried[:ROWS], carried[ROWS:2 * ROWS], carried[-1]
+            off = b.mul(j, i64(lanes))
+            codes = load(b, tvp, off)
+            hd_n, f_n, bestn = dp.column(hp, ep, off, [lambda r=r: perm(b, rows[r], codes)
+                                                       for r in range(ROWS)], hd, f, best)
+            return [*hd_n, *f_n, bestn]
+
+        _, carried = column_loop(b, "shared", i64(0), t_, 1, [zero] * (2 * ROWS) + [best0],
+                                 column)
+        bestn = carried[-1]
         store(b, bestn, stp, i64(0))
         return context.get_dummy_value()
 
