@@ -189,8 +189,8 @@ class _Dp:
 
 
 def _shared_codegen(vt, perm):  # noqa: ANN001, ANN202
-    """The body of :func:`_sweep_shared` (``vt`` <32 x i16>, ``perm`` vpermw) or of
-    :func:`_sweep_shared8` (<64 x i8>, vpermb)."""
+    """The body of :func:`_sweep_shared` on ``vt`` vectors (<32 x i16> with ``perm`` vpermw,
+    or <64 x i8> with vpermb)."""
     lanes = vt.count
     load = partial(vload, lanes=lanes, align=vt.element.width // 8)
     store = partial(vstore, align=vt.element.width // 8)
@@ -226,23 +226,47 @@ def _shared_codegen(vt, perm):  # noqa: ANN001, ANN202
 @intrinsic
 def _sweep_shared(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: ANN001, ANN201, ARG001
     """ROWS rows over columns 0 .. T-1, every lane the same query residue in a row: the score of
-    row r at column j is ``tab[roffs[r] + c]`` with ``c`` the lane's target code ``tv[32 j +
-    lane]`` (one ``vpermw`` of the row's 32 table entries by the column's code vector).
+    row r at column j is ``tab[roffs[r] + c]`` with ``c`` the lane's target code ``tv[L j +
+    lane]`` (one ``vpermw`` / ``vpermb`` of the row's table entries by the column's codes).
 
-    ``hb``, ``eb``: H of the row above and E of the first row (int16, 32 per column; read, then
-    written for the next call), ``tv``: the lane-major target codes (int16), ``tab``: the int16
-    table (32 per row), ``roffs``: the rows' table offsets (int64 (ROWS,)), ``t``: columns
-    (> 0), ``go``/``ge``: int64 gap costs (<= 32767), ``st``: the running best (int16 (32,),
-    read and written). One loop in IR; the values of a column pass from row to row in registers.
-    """
-    return types.void(hb, eb, tv, tab, roffs, t, go, ge, st), _shared_codegen(_V, _permw)
+    int16 arrays: 32 lanes (L = 32, table rows of 32, ``go``/``ge`` <= 32767); int8 arrays: 64
+    lanes (L = 64, table rows of 64, ``go``/``ge`` <= 127). ``hb``, ``eb``: H of the row above
+    and E of the first row (L per column; read, then written for the next call), ``tv``: the
+    lane-major target codes, ``roffs``: the rows' table offsets (int64 (ROWS,)), ``t``: columns
+    (> 0), ``st``: the running best (L lanes, read and written). One loop in IR; the values of
+    a column pass from row to row in registers."""
+    if st.dtype == types.int16:
+        vt, perm = _V, _permw
+    elif st.dtype == types.int8:
+        vt, perm = _V8, _permb
+    else:
+        return None
+    return types.void(hb, eb, tv, tab, roffs, t, go, ge, st), _shared_codegen(vt, perm)
 
 
-@intrinsic
-def _sweep_shared8(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: ANN001, ANN201, ARG001
-    """:func:`_sweep_shared` on 64 int8 lanes (``vpermb`` of the row's 64 table entries; all
-    arrays int8, 64 per column, the table 64 per row; ``go``/``ge`` <= 127)."""
-    return types.void(hb, eb, tv, tab, roffs, t, go, ge, st), _shared_codegen(_V8, _permb)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _shared_sweeps(tab, q, tc, to, tl, idx, T, go, ge, limit, st):  # noqa: ANN001, ANN201, PLR0913
+    """The query ``q`` against the targets ``idx`` (at most one vector of ``st``'s lanes, T
+    columns), ROWS query rows a sweep, into the running best ``st`` (int16 or int8); stops
+    early once every lane has reached ``limit``."""
+    n = idx.shape[0]
+    lanes = st.shape[0]
+    Q = q.shape[0]
+    hb = np.zeros(T * lanes, dtype=st.dtype)
+    eb = np.zeros(T * lanes, dtype=st.dtype)
+    tv = np.full(T * lanes, PAD, dtype=st.dtype)
+    for u in range(n):
+        k = idx[u]
+        for j in range(tl[k]):
+            tv[j * lanes + u] = tc[to[k] + j]
+    rows = np.empty(ROWS, dtype=np.int64)
+    for i0 in range(0, Q, ROWS):
+        for r in range(ROWS):  # rows past the query: the pad row (only gaps reach it)
+            i = i0 + r
+            rows[r] = np.int64(q[i]) * lanes if i < Q else PAD * lanes
+        _sweep_shared(hb, eb, tv, tab, rows, T, go, ge, st)
+        if (i0 // ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
+            break
 
 
 def _fill_half(b, perm2, tabp, rp, r, xp, xbase, h, sp, sbase):  # noqa: ANN001, ANN202, PLR0913
@@ -462,23 +486,12 @@ def _group16(tab, qc, qo, ql_, tc, to, tl, idx, go, ge, limit, out, sat):  # noq
                         break
                 if not shared:
                     break
-        hb = np.zeros(T * LANES16, dtype=np.int16)
-        eb = np.zeros(T * LANES16, dtype=np.int16)
         if shared:  # one query: a score vector is the query residue's row permuted by codes
-            tv = np.full(T * LANES16, PAD, dtype=np.int16)
-            for u in range(n):
-                k = idx[u]
-                for j in range(tl[k]):
-                    tv[j * LANES16 + u] = tc[to[k] + j]
-            rows = np.empty(ROWS, dtype=np.int64)
-            for i0 in range(0, Q, ROWS):
-                for r in range(ROWS):  # rows past the query: the pad row (only gaps reach it)
-                    i = i0 + r
-                    rows[r] = np.int64(qc[qo[k0] + i]) * LANES16 if i < Q else PAD * LANES16
-                _sweep_shared(hb, eb, tv, tab, rows, T, go, ge, st)
-                if (i0 // ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
-                    break
+            _shared_sweeps(tab, qc[qo[k0]:qo[k0] + ql_[k0]], tc, to, tl, idx, T, go, ge, limit,
+                           st)
         else:  # independent pairs: each lane's matrix row by its own codes, transposed
+            hb = np.zeros(T * LANES16, dtype=np.int16)
+            eb = np.zeros(T * LANES16, dtype=np.int16)
             tp = (T + LANES16 - 1) // LANES16 * LANES16
             xc = _pair_codes(tc, to, tl, idx, tp + LANES16)  # a pad chunk past the end
             sb = np.empty(2 * ROWS * LANES16 * LANES16, dtype=np.int16)
@@ -563,24 +576,9 @@ def _group8(tab, q, tc, to, tl, idx, go, ge, limit, out, sat):  # noqa: ANN001, 
     T = 0
     for u in range(n):
         T = max(T, tl[idx[u]])
-    Q = q.shape[0]
     st = np.zeros(LANES8, dtype=np.int8)
-    if T > 0 and Q > 0:
-        hb = np.zeros(T * LANES8, dtype=np.int8)
-        eb = np.zeros(T * LANES8, dtype=np.int8)
-        tv = np.full(T * LANES8, PAD, dtype=np.int8)
-        for u in range(n):
-            k = idx[u]
-            for j in range(tl[k]):
-                tv[j * LANES8 + u] = tc[to[k] + j]
-        rows = np.empty(ROWS, dtype=np.int64)
-        for i0 in range(0, Q, ROWS):
-            for r in range(ROWS):  # rows past the query: the pad row (only gaps reach it)
-                i = i0 + r
-                rows[r] = np.int64(q[i]) * LANES8 if i < Q else PAD * LANES8
-            _sweep_shared8(hb, eb, tv, tab, rows, T, go, ge, st)
-            if (i0 // ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
-                break
+    if T > 0 and q.shape[0] > 0:
+        _shared_sweeps(tab, q, tc, to, tl, idx, T, go, ge, limit, st)
     for u in range(n):
         out[u] = st[u]
         sat[u] = st[u] >= limit

@@ -22,7 +22,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "array_data", "column_loop", "get_mxcsr",
+__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "V16B", "V16F", "V16I", "array_data", "column_loop", "get_mxcsr",
            "lookup_lanes16",
            "pack_lanes16", "pack_lanes16_at", "set_mxcsr", "splat", "transpose16", "vload",
            "vmax", "vstore"]
@@ -55,6 +55,8 @@ _i64 = ir.IntType(64)
 _V = ir.VectorType(_f32, _N)
 _VI = ir.VectorType(_i32, _N)
 _VB = ir.VectorType(ir.IntType(1), _N)
+#: the IR vector types of the 16-lane float32 kernels: values, int32 indices, masks
+V16F, V16I, V16B = _V, _VI, _VB
 
 
 

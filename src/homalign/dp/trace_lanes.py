@@ -45,16 +45,16 @@ LANES = 16
 NEG = np.float32(-np.inf)
 # slots of a column block (LANES floats each): S; H = max(BM, M, I, D) of the row above, then of
 # this row; O = H of the row above (saved: the next column's diagonal); G = max(BG, M, D);
-# E = I; F = 1 where G came from D (the tie rule of the I recurrence); T = max(BG, M, I);
+# E = I; T = max(BG, M, I);
 # D; the target's costs of the column (I at column j: t_ins_*[j]; D into column j:
 # t_del_*[j - 1]); the lane's query-side costs of the row; the running local best (value, cell
 # index i * W + j as float). Past column 0 a row stores only H, G and E (and its codes): O, T,
 # D, the row's costs and the running best pass along it in registers and reach column T's slots
-# at its end, F of the row above is bit 3 of its code, and an end cell's value and state are
-# its H and its code's state (_end_row)
-(_TS, _TH, _TO, _TG, _TE, _TF, _TT, _TD, _TTIO, _TTIE, _TTDO, _TTDE,
- _TAO, _TAE, _TRO, _TRE, _TBV, _TBP) = (k * LANES for k in range(18))
-_TL = 18 * LANES
+# at its end; F (1 where G came from D: the tie rule of the I recurrence) of the row above is
+# bit 3 of its code, and an end cell's value and state are its H and its code's state (_end_row)
+(_TS, _TH, _TO, _TG, _TE, _TT, _TD, _TTIO, _TTIE, _TTDO, _TTDE,
+ _TAO, _TAE, _TRO, _TRE, _TBV, _TBP) = (k * LANES for k in range(17))
+_TL = 17 * LANES
 MIN_FILL = 4  # a smaller group is left to the per-pair kernel
 MAX_GROUP_CELLS = 1 << 20  # (Q + 1) * (T + 1) of a group: 16 MiB of directions
 
@@ -253,11 +253,10 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
     ones = np.ones(TABLE, dtype=np.float32)
     zcodes = np.zeros(tp * LANES, dtype=np.int32)
     zero = np.float32(0.0)
-    one = np.float32(1.0)
     local = mode == LOCAL
     z = zero if local else NEG
     for jj in range(tp + 1):  # costs 0 outside a pair (never reach its cells)
-        for s in (_TTIO, _TTIE, _TTDO, _TTDE, _TAO, _TAE, _TRO, _TRE, _TF, _TBV, _TBP):
+        for s in (_TTIO, _TTIE, _TTDO, _TTDE, _TAO, _TAE, _TRO, _TRE, _TBV, _TBP):
             for u in range(LANES):
                 B[jj * ql + s + u] = zero
     for u in range(n):
@@ -287,7 +286,6 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
         B[_TT + u] = b
         B[_TG + u] = b
         B[_TH + u] = bm
-        B[_TF + u] = zero
         dirs[u] = 0
     for jj in range(T):
         pb = jj * ql
@@ -309,7 +307,6 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
             B[base + _TT + u] = b
             cg = dv > b
             B[base + _TG + u] = dv if cg else b
-            B[base + _TF + u] = one if cg else zero
             ch = dv > bm
             B[base + _TH + u] = dv if ch else bm
             dirs[db + u] = np.uint8((3 if ch else 0) | ((3 if cg else 0) << 2)
@@ -367,7 +364,7 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
         for u in range(LANES):
             xo = B[_TG + u] - (B[_TAO + u] + B[_TTIO + u])
             xe = B[_TE + u] - (B[_TAE + u] + B[_TTIE + u])
-            c = (xe > xo) | ((xe == xo) & (B[_TF + u] != zero))
+            c = xe > xo  # F (the tie rule) is 0 in column 0: G there never came from D
             e = xe if c else xo
             ct = e > NEG
             t = e if ct else NEG
@@ -388,7 +385,6 @@ def _group_fill(addrs, idx, lqs, lts, vecs, v_off, mode, const, cp, Q, T, dirs, 
             B[_TE + u] = e
             B[_TT + u] = t
             B[_TG + u] = b0
-            B[_TF + u] = zero
             B[_TD + u] = NEG
             dirs[db + u] = np.uint8(s | (ts << 4) | ((1 if c else 0) << 6))
         if local:  # the running best enters the row at column 0

@@ -31,17 +31,16 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from homalign.dp.simd import V16B as _VB
+from homalign.dp.simd import V16F as _V
+from homalign.dp.simd import V16I as _VI
 from homalign.dp.simd import array_data, splat
 
 __all__ = ["EXP_MAX", "EXP_MIN", "bilinear_exp", "exp_inplace"]
 
 _N = 16
-_f32 = ir.FloatType()
 _i32 = ir.IntType(32)
 _i64 = ir.IntType(64)
-_V = ir.VectorType(_f32, _N)
-_VI = ir.VectorType(_i32, _N)
-_VB = ir.VectorType(ir.IntType(1), _N)
 
 
 # Cephes expf: exp(x) = 2**n exp(r), r = x - n ln 2 (ln 2 in two parts), exp(r) by a degree-7
