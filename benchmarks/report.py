@@ -16,6 +16,8 @@ table is made from the CSV:
 is ``nw``. ``value`` prints one cell, or with ``ratio`` the cell divided by another row's.
 A section in ``KEY_ROWS`` (a results file with one long table) shows only the key rows of its
 first table, without median columns, and links its results file for the full table.
+Each section fits on one screen (about 60 lines); detail that does not goes into a results file
+outside ``SECTIONS`` (``search-detail.md``), linked from its section and not rendered here.
 After re-running a benchmark, copy its CSV or edit its section, then run this script.
 """
 
@@ -30,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
 OUT = ROOT.parent / "BENCHMARKS.md"
-SECTIONS = ["alignment", "learned", "search", "search_profiles", "learned_speed", "profile",
-            "dp", "train"]
+SECTIONS = ["alignment", "learned", "search", "search_scale", "search_profiles", "learned_speed",
+            "profile", "dp", "train"]
 PLACEHOLDER = re.compile(r"\{\{(table|value) ([^}]*)\}\}")
 # section -> (which rows are shown, what the full table adds, the key rows in order). A key row is
 # the first row not yet shown whose text holds every string of its tuple and none of those marked
