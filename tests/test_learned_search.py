@@ -137,3 +137,42 @@ def test_public_homalign_search_is_the_engine_and_the_iterative_search(db_and_qu
     code = "import homalign; print(callable(homalign.search), homalign.search.SequenceDB.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "SequenceDB"]
+
+
+def test_learned_fusion_scores_the_best_pssm_and_sw_candidates(db_and_query, monkeypatch) -> None:
+    """With more candidates than ``FUSION_RESCORE``, the learned ranking of ``learned@N`` scores
+    the PSSM round's best ones and its own best by SW only; a fused target keeps the geometric
+    mean of its two E-values, and any other takes the learned list's worst."""
+    import math
+
+    from homalign.search import iterative
+    from homalign.search.engine import best_by_sw
+
+    db, query = db_and_query
+    monkeypatch.setattr(iterative, "FUSION_RESCORE", 5)
+    monkeypatch.setattr("homalign.search.engine.LEARNED_RESCORE", 4)
+    cand = np.arange(len(db), dtype=np.int64)
+    pssm = iterative.iterative_search(query, db, 2, "pssm", evalue=math.inf, max_hits=None,
+                                      prefilter=False, traceback=False)
+    chosen = iterative.fusion_candidates(query, db, "learned", cand, pssm)
+    want = np.union1d([h.target_index for h in pssm[:5]], best_by_sw(query, db, cand, 4))
+    np.testing.assert_array_equal(chosen, want)
+    assert 5 <= len(chosen) < len(db)
+    np.testing.assert_array_equal(iterative.fusion_candidates(query, db, "pssm", cand, pssm),
+                                  cand)  # no batched ranking: every candidate
+    fused = iterative.iterative_search(query, db, 2, "learned", evalue=math.inf, max_hits=None,
+                                       prefilter=False, traceback=False)
+    own = {h.target_index: h.evalue
+           for h in search(query, db, "learned", evalue=math.inf, max_hits=None,
+                           candidates=chosen, traceback=False, calibrated=False)}
+    p = {h.target_index: h.evalue for h in pssm}
+    worst = max(own.values())
+    assert len(fused) == len(db) and fused[0].target_id == "homolog"
+    for h in fused:
+        e = own.get(h.target_index, worst)
+        assert h.evalue == pytest.approx(math.sqrt(e * p[h.target_index]), rel=1e-9)
+    traced = iterative.iterative_search(query, db, 2, "learned", evalue=math.inf, max_hits=None,
+                                        prefilter=False)
+    learned = {h.target_index: h.score for h in search(query, db, "learned", evalue=math.inf,
+                                                       max_hits=None, prefilter=False)}
+    assert all(h.score == learned[h.target_index] for h in traced)  # the method's own scores

@@ -270,14 +270,39 @@ def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(protein
                                           prefilter_scores_indexed(q.codes, db))
 
 
+def test_a_repeated_scan_gives_the_same_scores_in_a_new_array(proteins, monkeypatch) -> None:
+    """The last scans are reused (an iterative search prefilters one query every round): the
+    same scores as a new scan, a fresh array each time, and any other query, option or database
+    scanned anew."""
+    from homalign.search import prefilter as pf
+
+    calls = []
+    scan = pf._scan
+    monkeypatch.setattr(pf, "_scan", lambda *a: calls.append(a[2:]) or scan(*a))
+    db = SequenceDB.from_sequences(proteins)
+    q = proteins[2]
+    a = pf.prefilter_scores(q.codes, db)
+    a[:] = -1.0  # a caller may write into its array
+    b = pf.prefilter_scores(q.codes, db)
+    np.testing.assert_array_equal(b, pf.prefilter_scores_indexed(q.codes, db))
+    assert len(calls) == 1
+    pf.prefilter_scores(q.codes, db, threshold=12.0)
+    pf.prefilter_scores(q.codes, SequenceDB.from_sequences(proteins))
+    pf.prefilter_scores(proteins[3].codes, db)
+    assert len(calls) == 4
+    np.testing.assert_array_equal(pf.prefilter_scores(q.codes, db, threshold=12.0),
+                                  pf.prefilter_scores_indexed(q.codes, db, threshold=12.0))
+    assert len(calls) == 5  # three scans since: the oldest was dropped
+
+
 def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(proteins) -> None:
-    from homalign.search.engine import _best_by_sw
+    from homalign.search.engine import best_by_sw
     from homalign.search.sw_scores import sw_scores
 
     db = SequenceDB.from_sequences(proteins)
     q = proteins[3]
     cand = np.arange(len(db))
-    kept = _best_by_sw(q, db, cand, 4)
+    kept = best_by_sw(q, db, cand, 4)
     assert len(kept) == 4 and db.index_of(q.id) in kept
     sw = sw_scores(q.codes, db.codes, db.offsets, cand)
     others = np.setdiff1d(cand, kept)

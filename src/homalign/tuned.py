@@ -72,6 +72,12 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
         Tuned("homalign.search.iterative:DEFAULT_FUSION_WEIGHT", 0.5,
               f"40 and 100 {_HELDOUT_QUERIES}", "benchmarks/research/learned_msa_tune.py",
               "learned@3: fuse, don't replace"),
+        Tuned("homalign.search.iterative:FUSION_RESCORE", 300,
+              f"563 {_HELDOUT_QUERIES}: learned@3 superfamily / family 0.1282 / 0.4761 with the "
+              "PSSM round's best 300 and the best 80 by SW against 0.1284 / 0.4761 with all "
+              "~1,000 candidates (150: 0.1282 / 0.4704; 80: 0.1280 / 0.4699)",
+              "benchmarks/research/fusion_depth_tune.py",
+              "learned@3's learned ranking scores the PSSM round's best 300 and its own best 80"),
     ),
     "MSA-database round (--target-msa)": (
         Tuned("homalign.search.iterative:PROFILE_DB_OPTIONS", {"hh_shift": -0.03},

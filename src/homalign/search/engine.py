@@ -202,11 +202,11 @@ def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool =
         rescore = LEARNED_RESCORE
     if (m.ranking is not None and m.ranking() is not None and rescore is not None
             and len(cand) > int(rescore)):
-        cand = _best_by_sw(q, db, cand, int(rescore))
+        cand = best_by_sw(q, db, cand, int(rescore))
     return cand
 
 
-def _best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
+def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
     """The ``n`` candidates with the best BLOSUM62 11/1 local scores (ascending indices);
     targets identical to the query always stay."""
     from homalign.search.prefilter import exact_matches

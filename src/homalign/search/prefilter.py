@@ -16,6 +16,7 @@ All per-hit work runs in numba; nothing here loops over cells in Python.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from functools import cache
 
@@ -372,14 +373,37 @@ def _scan_kernel(P: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
     return best
 
 
+#: the last few scans of this process: (database, arguments) -> scores. An iterative search
+#: prefilters the same query once per round (``build_msa``'s rounds, then the final ranking)
+_RECENT: list[tuple[object, tuple, np.ndarray]] = []
+_RECENT_LOCK = threading.Lock()
+RECENT_SCANS = 2
+
+
 def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
                      threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
                      two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
-    """float32 best ungapped diagonal score of every database sequence (0: no k-mer hit)."""
+    """float32 best ungapped diagonal score of every database sequence (0: no k-mer hit); a
+    new array each call, the scan itself repeated only when the query, database or options
+    differ from the last :data:`RECENT_SCANS` calls'."""
+    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    key = (q.tobytes(), matrix, float(threshold), int(window), bool(two_hit), float(xdrop))
+    with _RECENT_LOCK:
+        for held, k_, scores in _RECENT:
+            if held is db and k_ == key:
+                return scores.copy()
+    scores = _scan(q, db, matrix, threshold, window, two_hit, xdrop)
+    with _RECENT_LOCK:
+        _RECENT.insert(0, (db, key, scores))
+        del _RECENT[RECENT_SCANS:]
+    return scores.copy()
+
+
+def _scan(q: np.ndarray, db, matrix: str, threshold: float, window: int, two_hit: bool,
+          xdrop: float) -> np.ndarray:
     k = db.k
     nb_start, nb = neighbourhoods(matrix, k, threshold)
     M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
-    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
     qids = kmer_ids(q, k)
     tab_start, tab_pos = _query_table(qids, nb_start, nb, N_AA ** k)
     tab_start = np.append(tab_start, tab_start[-1])  # the empty word of k-mers with B, Z or X

@@ -1,0 +1,91 @@
+"""How many candidates the learned ranking of ``learned@3`` must score: all of the prefilter's,
+or the PSSM round's best K (with or without the learned search's own best 80 by SW).
+
+    homalign makedb $HOMALIGN_DATA/scope/astral-2.07-40.trainval.fa TRAINVAL.db
+    python benchmarks/research/fusion_depth_tune.py --db TRAINVAL.db [--queries 563] \\
+        [--depths 40,80,150,300] --out OUT.csv
+
+Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold_tuning_set`,
+``heldout=True``), scores only, one thread. Each query's MSA (2 rounds), its PSSM round and the
+learned ranking of *all* prefilter candidates are computed once; a depth keeps the learned
+E-values of its subset only (a target's learned score depends on that pair alone) and fuses as
+:func:`homalign.search.iterative.iterative_search` does (weight 0.5, a missing target takes the
+learned list's worst E-value). The table gives family and superfamily sensitivity to the first
+false positive and the mean number of targets the learned ranking scores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from homalign.evaluate.homology import mean_sensitivity, sensitivities, train_fold_tuning_set
+from homalign.methods.profile import ProteinRep
+from homalign.profile.profile import Profile
+from homalign.search import Hit, fuse_hits, open_database, search
+from homalign.search.engine import LEARNED_RESCORE, best_by_sw
+from homalign.search.iterative import DEFAULT_FUSION_WEIGHT
+from homalign.search.msa_build import build_msa
+from homalign.search.prefilter import prefilter
+from homalign.stats import karlin_altschul
+from homalign.threads import set_threads
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--db", required=True, help="homalign makedb directory of the trainval FASTA")
+    p.add_argument("--queries", type=int, default=563, help="held-out train-fold queries")
+    p.add_argument("--depths", default="40,80,150,300")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    set_threads(1)
+    tuning = train_fold_tuning_set(args.queries, heldout=True)
+    db = open_database(args.db)
+    params = karlin_altschul("BLOSUM62", 11.0, 1.0)
+    runs = {}
+    for qid in tuning.queries:
+        q = db.sequence(db.index_of(qid))
+        rep = ProteinRep(q, source=Profile.from_msa(build_msa(q, db, 2), pseudocounts="matrix",
+                                                    matrix="BLOSUM62"))
+        cand = prefilter(q.codes, db)
+        own = search(q, db, "learned", evalue=math.inf, max_hits=None, candidates=cand,
+                     traceback=False, calibrated=False)
+        pssm = search(q, db, "pssm", evalue=math.inf, max_hits=None, candidates=cand,
+                      traceback=False, query_rep=rep, params=params, matrix="BLOSUM62",
+                      gap_open=11.0, gap_extend=1.0)
+        runs[qid] = (own, pssm, set(best_by_sw(q, db, cand, LEARNED_RESCORE).tolist()))
+
+    def row(depth: int | None, with_sw: bool) -> dict:
+        results, sizes = {}, []
+        for qid, (own, pssm, sw) in runs.items():
+            keep = ({h.target_index for h in pssm[:depth]} | (sw if with_sw else set())
+                    if depth is not None else {h.target_index for h in own})
+            mine: list[Hit] = [h for h in own if h.target_index in keep]
+            sizes.append(len(mine))
+            w = DEFAULT_FUSION_WEIGHT
+            results[qid] = [(h.target_id, h.score, h.evalue)
+                            for h in fuse_hits([mine, pssm], [w, 1.0 - w])]
+        sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
+        return {"depth": "all" if depth is None else depth, "with_sw_best": with_sw,
+                "family": round(sens["family"], 4), "superfamily": round(sens["superfamily"], 4),
+                "learned_targets": round(float(np.mean(sizes)), 1)}
+
+    rows = [row(None, False)]
+    for d in (int(x) for x in args.depths.split(",")):
+        rows += [row(d, True), row(d, False)]
+    for r in rows:
+        print(r, file=sys.stderr)
+    with open(args.out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
