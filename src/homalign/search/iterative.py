@@ -2,10 +2,11 @@
 
 :func:`iterative_search` is the PSI-BLAST-class search itself: ``iterations - 1`` rounds of
 :func:`homalign.search.msa_build.build_msa`, then the last MSA's profile ranks the prefilter candidates (what ``psiblast
--num_iterations N`` reports). With another ``method`` (e.g. ``learned``), that method's search and
-the PSSM round rank the *same* candidates and each target's E-value is their weighted geometric
-mean (:func:`homalign.search.fuse_hits`; weight :data:`DEFAULT_FUSION_WEIGHT` on the method):
-the learned scores and the query's family profile see different evidence (docs/learned.md).
+-num_iterations N`` reports). With another ``method`` (e.g. ``learned``), the PSSM round ranks the
+candidates, that method's search ranks those that can matter (:func:`fusion_candidates`), and each
+target's E-value is their weighted geometric mean (:func:`homalign.search.fuse_hits`; weight
+:data:`DEFAULT_FUSION_WEIGHT` on the method): the learned scores and the query's family profile
+see different evidence (docs/learned.md).
 """
 
 from __future__ import annotations
