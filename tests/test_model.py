@@ -261,7 +261,10 @@ def test_pair_refiner_starts_as_identity_and_pads_like_one_pair() -> None:
     missing, unexpected = refined.load_state_dict(base.state_dict(), strict=False)
     assert not unexpected and all(k.startswith("scorer.refine.") for k in missing)
     q, t = encode(Q[:40]), encode(T[:55])
-    np.testing.assert_array_equal(base.score_pair(q, t)[0], refined.score_pair(q, t)[0])
+    # equal to float32 rounding: a model without a refiner scores in closed form (numpy), one
+    # with it through torch, whose kernels round differently on some CPUs (AVX-512 hosts)
+    np.testing.assert_allclose(refined.score_pair(q, t)[0], base.score_pair(q, t)[0], rtol=0,
+                               atol=1e-6)
 
     torch.manual_seed(2)
     with torch.no_grad():
