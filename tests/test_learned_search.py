@@ -176,3 +176,25 @@ def test_learned_fusion_scores_the_best_pssm_and_sw_candidates(db_and_query, mon
     learned = {h.target_index: h.score for h in search(query, db, "learned", evalue=math.inf,
                                                        max_hits=None, prefilter=False)}
     assert all(h.score == learned[h.target_index] for h in traced)  # the method's own scores
+
+
+@pytest.mark.parametrize("method", ["pssm", "learned"])
+def test_the_last_round_seeds_with_the_query_pssm(db_and_query, monkeypatch, method) -> None:
+    """``iterative_search``'s MSA rounds prefilter with the query's sequence, its last round
+    with the query's PSSM (PSI-BLAST's seeding); ``PROFILE_SEEDS = False`` keeps the sequence."""
+    from homalign.search import iterative
+    from homalign.search import prefilter as pf
+
+    db, query = db_and_query
+    seen = []
+    scan = pf.prefilter_scores
+    monkeypatch.setattr(pf, "prefilter_scores",
+                        lambda *a, **k: seen.append(k.get("profile")) or scan(*a, **k))
+    hits = iterative.iterative_search(query, db, 3, method, evalue=1e9, traceback=False)
+    assert hits[0].target_id == "homolog"
+    assert all(p is None for p in seen[:-1]) and len(seen) >= 2
+    assert seen[-1] is not None and seen[-1].shape == (len(query), 23)
+    seen.clear()
+    monkeypatch.setattr(iterative, "PROFILE_SEEDS", False)
+    iterative.iterative_search(query, db, 3, method, evalue=1e9, traceback=False)
+    assert seen and all(p is None for p in seen)

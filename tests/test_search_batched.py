@@ -270,6 +270,56 @@ def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(protein
                                           prefilter_scores_indexed(q.codes, db))
 
 
+@pytest.mark.parametrize("k", [3, 2])
+def test_a_profile_of_matrix_rows_seeds_as_the_sequence_does(proteins, k: int) -> None:
+    """``profile_table`` of a sequence's own matrix rows is its neighbourhood table, word for
+    word, and the scan with that profile gives the sequence scan's scores."""
+    from homalign.matrices import substitution_matrix
+    from homalign.search.prefilter import (
+        N_AA,
+        _query_table,
+        kmer_ids,
+        neighbourhoods,
+        prefilter_scores,
+        profile_table,
+    )
+
+    M = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
+    db = SequenceDB.from_sequences(proteins, k=k)
+    threshold = {2: 8.0, 3: 11.0}[k]
+    for q in proteins[:5] + [proteins[-1]]:
+        codes = np.asarray(q.codes, dtype=np.uint8)
+        start, pos = profile_table(M[codes], codes, k, threshold)
+        nb_start, nb = neighbourhoods("BLOSUM62", k, threshold)
+        ref_start, ref_pos = _query_table(kmer_ids(codes, k), nb_start, nb, N_AA ** k)
+        np.testing.assert_array_equal(start, ref_start)
+        np.testing.assert_array_equal(pos, ref_pos)
+        np.testing.assert_array_equal(
+            prefilter_scores(codes, db, threshold=threshold, profile=M[codes]),
+            prefilter_scores(codes, db, threshold=threshold))
+
+
+def test_profile_seeds_find_the_family_word_the_query_lacks() -> None:
+    """A PSSM that scores the family's residues high seeds on their words, so a target that
+    shares the family's segment but no word of the query is found, as in PSI-BLAST's later
+    rounds; the query's own sequence seeds miss it."""
+    from homalign.alphabet import encode
+    from homalign.matrices import substitution_matrix
+    from homalign.search.prefilter import prefilter_scores
+
+    query = "MKTAYIAKQRQISFVKSHFSRQAGSTW"
+    family = "MKTAYIAKQRQWWWWWWWWWRQAGSTW"  # the family has W where the query has ISFVKSHFS
+    target = "GGGGGPWWWWWWWWWPGGGG"
+    db = SequenceDB.from_sequences([Sequence("t", target), Sequence("other", "ACDEFGHIKL" * 3)])
+    q = np.asarray(encode(query), dtype=np.uint8)
+    M = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
+    profile = M[np.asarray(encode(family), dtype=np.uint8)]
+    assert prefilter_scores(q, db, two_hit=False)[0] == 0.0
+    assert prefilter_scores(q, db, two_hit=False, profile=profile)[0] > 50.0
+    with pytest.raises(ValueError, match="profile"):
+        prefilter_scores(q, db, profile=profile[:-1])
+
+
 def test_a_repeated_scan_gives_the_same_scores_in_a_new_array(proteins, monkeypatch) -> None:
     """The last scans are reused (an iterative search prefilters one query every round): the
     same scores as a new scan, a fresh array each time, and any other query, option or database

@@ -1,9 +1,11 @@
 """How many candidates the learned ranking of ``learned@3`` must score: all of the prefilter's,
-or the PSSM round's best K (with or without the learned search's own best 80 by SW).
+or the PSSM round's best K (with or without the learned search's own best 80 by SW); with
+``--seeds``, whether the last round's prefilter seeds with the query's PSSM
+(``homalign.search.iterative.PROFILE_SEEDS``), end to end for ``pssm@3`` and ``learned@3``.
 
     homalign makedb $HOMALIGN_DATA/scope/astral-2.07-40.trainval.fa TRAINVAL.db
     python benchmarks/research/fusion_depth_tune.py --db TRAINVAL.db [--queries 563] \\
-        [--depths 40,80,150,300] --out OUT.csv
+        [--depths 40,80,150,300 | --seeds] --out OUT.csv
 
 Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold_tuning_set`,
 ``heldout=True``), scores only, one thread. Each query's MSA (2 rounds), its PSSM round and the
@@ -41,11 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db", required=True, help="homalign makedb directory of the trainval FASTA")
     p.add_argument("--queries", type=int, default=563, help="held-out train-fold queries")
     p.add_argument("--depths", default="40,80,150,300")
+    p.add_argument("--seeds", action="store_true", help="PSSM seeds of the last round, off/on")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     set_threads(1)
     tuning = train_fold_tuning_set(args.queries, heldout=True)
     db = open_database(args.db)
+    if args.seeds:
+        return _seeds(db, tuning, args.out)
     params = karlin_altschul("BLOSUM62", 11.0, 1.0)
     runs = {}
     for qid in tuning.queries:
@@ -81,6 +86,38 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(r, file=sys.stderr)
     with open(args.out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
+def _seeds(db, tuning, out: Path) -> int:
+    """pssm@3 and learned@3 end to end with the last round seeded by the sequence, then by
+    the PSSM; sensitivities and milliseconds a query (scores only)."""
+    import time
+
+    from homalign.search import iterative
+
+    rows = []
+    for seeds in (False, True):
+        iterative.PROFILE_SEEDS = seeds
+        for method in ("pssm", "learned"):
+            results = {}
+            start = time.perf_counter()
+            for qid in tuning.queries:
+                q = db.sequence(db.index_of(qid))
+                results[qid] = [(h.target_id, h.score, h.evalue) for h in
+                                iterative.iterative_search(q, db, 3, method, evalue=1e9,
+                                                           max_hits=2000, traceback=False)]
+            ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
+            sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
+            rows.append({"method": f"{method}@3", "pssm_seeds": seeds,
+                         "family": round(sens["family"], 4),
+                         "superfamily": round(sens["superfamily"], 4),
+                         "ms_per_query": round(ms, 1)})
+            print(rows[-1], file=sys.stderr, flush=True)
+    with open(out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)

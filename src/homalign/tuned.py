@@ -72,6 +72,12 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
         Tuned("homalign.search.iterative:DEFAULT_FUSION_WEIGHT", 0.5,
               f"40 and 100 {_HELDOUT_QUERIES}", "benchmarks/research/learned_msa_tune.py",
               "learned@3: fuse, don't replace"),
+        Tuned("homalign.search.iterative:PROFILE_SEEDS", True,
+              f"563 {_HELDOUT_QUERIES}: learned@3 superfamily / family 0.1282 / 0.4761 -> "
+              "0.1316 / 0.4816, pssm@3 0.1111 / 0.4199 -> 0.1145 / 0.4262, ~6% more time "
+              "(every round seeded by its PSSM: 0.1323 / 0.4814 for ~21%)",
+              "benchmarks/research/fusion_depth_tune.py --seeds",
+              "The last round of an iterative search seeds with the query's PSSM"),
         Tuned("homalign.search.iterative:FUSION_RESCORE", 300,
               f"563 {_HELDOUT_QUERIES}: learned@3 superfamily / family 0.1282 / 0.4761 with the "
               "PSSM round's best 300 and the best 80 by SW against 0.1284 / 0.4761 with all "

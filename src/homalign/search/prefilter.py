@@ -23,7 +23,7 @@ from functools import cache
 import numpy as np
 from numba import njit, prange
 
-from homalign.alphabet import N_AA
+from homalign.alphabet import N_AA, N_CODES
 from homalign.matrices import substitution_matrix
 
 DEFAULT_K = 3
@@ -149,6 +149,82 @@ def _neighbourhoods(M: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray
     for w in range(n):
         out[start[w]:start[w + 1]] = chunks[w]
     return start, out
+
+
+@njit(cache=True)
+def _profile_words(S: np.ndarray, k: int, threshold: float,
+                   qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(word, query position) pairs, positions ascending: the k-mers ``b`` with
+    ``sum_s S[i + s, b_s] >= threshold`` at each start ``i``, and the query's own k-mer
+    ``qids[i]`` (if not -1); the walk of :func:`_neighbours_of` with the profile's rows in place
+    of the matrix rows of the query's residues."""
+    n = S.shape[0] - k + 1
+    rowmax = np.empty(S.shape[0])
+    for r in range(S.shape[0]):
+        rowmax[r] = S[r].max()
+    cap = 1024
+    words = np.empty(cap, dtype=np.int32)
+    poss = np.empty(cap, dtype=np.int32)
+    m = 0
+    suffix = np.zeros(k + 1)
+    digit = np.zeros(k, dtype=np.int64)
+    own = np.zeros(k, dtype=np.int64)
+    partial = np.zeros(k + 1)
+    exact = np.ones(k + 1, dtype=np.bool_)
+    for i in range(n):
+        for s in range(k - 1, -1, -1):
+            suffix[s] = suffix[s + 1] + rowmax[i + s]
+        x = qids[i]
+        for s in range(k - 1, -1, -1):
+            own[s] = x % N_AA if x >= 0 else -1
+            x = x // N_AA if x >= 0 else x
+        s = 0
+        digit[0] = -1
+        while s >= 0:
+            digit[s] += 1
+            if digit[s] == N_AA:
+                s -= 1
+                continue
+            partial[s + 1] = partial[s] + S[i + s, digit[s]]
+            exact[s + 1] = exact[s] and digit[s] == own[s]
+            if not exact[s + 1] and partial[s + 1] + suffix[s + 1] < threshold:
+                continue
+            if s == k - 1:
+                if partial[k] >= threshold or exact[k]:
+                    if m == cap:
+                        cap *= 2
+                        words = np.concatenate((words, np.empty(cap - m, dtype=np.int32)))
+                        poss = np.concatenate((poss, np.empty(cap - m, dtype=np.int32)))
+                    w = 0
+                    for r in range(k):
+                        w = w * N_AA + digit[r]
+                    words[m] = w
+                    poss[m] = i
+                    m += 1
+            else:
+                s += 1
+                digit[s] = -1
+    return words[:m], poss[:m]
+
+
+def profile_table(profile: np.ndarray, query_codes: np.ndarray, k: int = DEFAULT_K,
+                  threshold: float = DEFAULT_THRESHOLD) -> tuple[np.ndarray, np.ndarray]:
+    """The query table (CSR: word -> query positions, ascending) of a position-specific score
+    profile, ``profile[i, c]`` the score of residue code ``c`` at query position ``i`` in the
+    matrix's units: the words scoring at least ``threshold`` at each position, plus the query's
+    own. PSI-BLAST seeds its later rounds from the PSSM so; a sequence's matrix rows
+    (``M[q]``) give its neighbourhood table exactly."""
+    S = np.ascontiguousarray(np.asarray(profile, dtype=np.float64)[:, :N_AA])
+    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    if S.shape[0] != len(q):
+        raise ValueError(f"profile has {S.shape[0]} rows for a query of {len(q)} residues")
+    n_words = N_AA ** k
+    if len(q) < k:
+        return np.zeros(n_words + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    words, pos = _profile_words(S, k, float(threshold), kmer_ids(q, k))
+    order = np.argsort(words, kind="stable")
+    start = np.concatenate(([0], np.cumsum(np.bincount(words, minlength=n_words))))
+    return start.astype(np.int64), pos[order]
 
 
 @cache
@@ -382,17 +458,26 @@ RECENT_SCANS = 2
 
 def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
                      threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
-                     two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
+                     two_hit: bool = True, xdrop: float = DEFAULT_XDROP,
+                     profile: np.ndarray | None = None) -> np.ndarray:
     """float32 best ungapped diagonal score of every database sequence (0: no k-mer hit); a
     new array each call, the scan itself repeated only when the query, database or options
-    differ from the last :data:`RECENT_SCANS` calls'."""
+    differ from the last :data:`RECENT_SCANS` calls'. ``profile`` (Lq, 23) position-specific
+    scores in the matrix's units (a PSSM) replace the matrix rows of the query's residues, for
+    the seeds (:func:`profile_table`) and the extensions, as PSI-BLAST seeds its later rounds."""
     q = np.ascontiguousarray(query_codes, dtype=np.uint8)
-    key = (q.tobytes(), matrix, float(threshold), int(window), bool(two_hit), float(xdrop))
+    if profile is not None:
+        profile = np.ascontiguousarray(profile, dtype=np.float32)
+        if profile.ndim != 2 or profile.shape[0] != len(q) or profile.shape[1] < N_CODES:
+            raise ValueError(f"profile must be ({len(q)}, {N_CODES}) scores, got "
+                             f"{profile.shape}")
+    key = (q.tobytes(), matrix, float(threshold), int(window), bool(two_hit), float(xdrop),
+           None if profile is None else profile.tobytes())
     with _RECENT_LOCK:
         for held, k_, scores in _RECENT:
             if held is db and k_ == key:
                 return scores.copy()
-    scores = _scan(q, db, matrix, threshold, window, two_hit, xdrop)
+    scores = _scan(q, db, matrix, threshold, window, two_hit, xdrop, profile)
     with _RECENT_LOCK:
         _RECENT.insert(0, (db, key, scores))
         del _RECENT[RECENT_SCANS:]
@@ -400,14 +485,18 @@ def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
 
 
 def _scan(q: np.ndarray, db, matrix: str, threshold: float, window: int, two_hit: bool,
-          xdrop: float) -> np.ndarray:
+          xdrop: float, profile: np.ndarray | None = None) -> np.ndarray:
     k = db.k
-    nb_start, nb = neighbourhoods(matrix, k, threshold)
-    M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
-    qids = kmer_ids(q, k)
-    tab_start, tab_pos = _query_table(qids, nb_start, nb, N_AA ** k)
+    if profile is None:
+        nb_start, nb = neighbourhoods(matrix, k, threshold)
+        M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
+        tab_start, tab_pos = _query_table(kmer_ids(q, k), nb_start, nb, N_AA ** k)
+        P = M[q]
+    else:
+        tab_start, tab_pos = profile_table(profile, q, k, threshold)
+        P = np.ascontiguousarray(profile[:, :N_CODES], dtype=np.float32)
     tab_start = np.append(tab_start, tab_start[-1])  # the empty word of k-mers with B, Z or X
-    return _scan_kernel(M[q], tab_start, tab_pos, db.codes, db.offsets, k, int(window),
+    return _scan_kernel(P, tab_start, tab_pos, db.codes, db.offsets, k, int(window),
                         bool(two_hit), float(xdrop), N_AA)
 
 
@@ -430,8 +519,10 @@ def prefilter_scores_indexed(query_codes: np.ndarray, db, *, matrix: str = "BLOS
 def prefilter(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
               threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
               min_score: float = DEFAULT_MIN_SCORE, max_seqs: int | None = DEFAULT_MAX_SEQS,
-              two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
-    """Indices (int64, ascending) of the database sequences worth a full DP.
+              two_hit: bool = True, xdrop: float = DEFAULT_XDROP,
+              profile: np.ndarray | None = None) -> np.ndarray:
+    """Indices (int64, ascending) of the database sequences worth a full DP; ``profile``: seed
+    and extend with the query's PSSM (:func:`prefilter_scores`).
 
     Targets identical to the query are always kept. A query shorter than one k-mer cannot be
     prefiltered: every target is returned.
@@ -439,7 +530,7 @@ def prefilter(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
     if len(query_codes) < db.k:
         return np.arange(len(db), dtype=np.int64)
     scores = prefilter_scores(query_codes, db, matrix=matrix, threshold=threshold,
-                              window=window, two_hit=two_hit, xdrop=xdrop)
+                              window=window, two_hit=two_hit, xdrop=xdrop, profile=profile)
     exact = exact_matches(query_codes, db)
     scores[exact] = np.inf
     keep = np.flatnonzero(scores >= min_score)
