@@ -299,6 +299,35 @@ def test_a_profile_of_matrix_rows_seeds_as_the_sequence_does(proteins, k: int) -
             prefilter_scores(codes, db, threshold=threshold))
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_profile_table_equals_the_full_enumeration(k: int) -> None:
+    """Every word scoring at least the threshold against a random profile at each position
+    (sums taken position by position), and the query's own word, and nothing else."""
+    import itertools
+
+    from homalign.search.prefilter import N_AA, profile_table
+
+    rng = np.random.default_rng(k)
+    codes = rng.integers(0, 23, 9).astype(np.uint8)  # B, Z and X too (no own word there)
+    profile = rng.normal(0.0, 3.0, (len(codes), 23)).astype(np.float32)
+    threshold = 6.0 if k == 2 else 9.0
+    start, pos = profile_table(profile, codes, k, threshold)
+    got = {(int(w), int(p)) for w in range(N_AA ** k) for p in pos[start[w]:start[w + 1]]}
+    want = set()
+    S = profile.astype(np.float64)
+    for i in range(len(codes) - k + 1):
+        own = None if any(codes[i + s] >= N_AA for s in range(k)) else tuple(codes[i:i + k])
+        for word in itertools.product(range(N_AA), repeat=k):
+            total = 0.0
+            for s, b in enumerate(word):
+                total += S[i + s, b]
+            if total >= threshold or word == own:
+                want.add((int(np.ravel_multi_index(word, (N_AA,) * k)), i))
+    assert got == want and len(got) > 0
+    for w in range(N_AA ** k):  # positions ascending within a word
+        assert np.all(np.diff(pos[start[w]:start[w + 1]]) > 0)
+
+
 def test_profile_seeds_find_the_family_word_the_query_lacks() -> None:
     """A PSSM that scores the family's residues high seeds on their words, so a target that
     shares the family's segment but no word of the query is found, as in PSI-BLAST's later

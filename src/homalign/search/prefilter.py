@@ -88,18 +88,20 @@ def build_kmer_index(codes: np.ndarray, offsets: np.ndarray, k: int = DEFAULT_K)
 
 
 @njit(cache=True)
-def _neighbours_of(a: np.ndarray, M: np.ndarray, k: int, threshold: float,
-                   rowmax: np.ndarray, out: np.ndarray) -> int:
-    """The k-mers ``b`` with ``sum_s M[a_s, b_s] >= threshold``, and ``a`` itself, written to
-    ``out`` in ascending id order; returns their number. A depth-first walk over ``b``'s
-    digits that leaves a prefix as soon as the best completion (the rows' maxima) falls short;
-    the sums are taken position by position, as a full enumeration would."""
+def _words_above(R: np.ndarray, own: np.ndarray, threshold: float, out: np.ndarray) -> int:
+    """The k-mers ``b`` with ``sum_s R[s, b_s] >= threshold``, and ``own`` itself (its digits;
+    -1: none), written to ``out`` in ascending id order; returns their number. ``R`` (k, N_AA)
+    holds each word position's scores: the matrix rows of a query k-mer's residues, or a
+    profile's rows. A depth-first walk over ``b``'s digits that leaves a prefix as soon as the
+    best completion (the rows' maxima) falls short; the sums are taken position by position, as
+    a full enumeration would."""
+    k = R.shape[0]
     suffix = np.zeros(k + 1)
     for s in range(k - 1, -1, -1):
-        suffix[s] = suffix[s + 1] + rowmax[a[s]]
+        suffix[s] = suffix[s + 1] + R[s].max()
     digit = np.zeros(k, dtype=np.int64)
     partial = np.zeros(k + 1)
-    exact = np.ones(k + 1, dtype=np.bool_)  # the prefix equals a's
+    exact = np.ones(k + 1, dtype=np.bool_)  # the prefix equals own's
     n = 0
     s = 0
     digit[0] = -1
@@ -108,8 +110,8 @@ def _neighbours_of(a: np.ndarray, M: np.ndarray, k: int, threshold: float,
         if digit[s] == N_AA:
             s -= 1
             continue
-        partial[s + 1] = partial[s] + M[a[s], digit[s]]
-        exact[s + 1] = exact[s] and digit[s] == a[s]
+        partial[s + 1] = partial[s] + R[s, digit[s]]
+        exact[s + 1] = exact[s] and digit[s] == own[s]
         if not exact[s + 1] and partial[s + 1] + suffix[s + 1] < threshold:
             continue
         if s == k - 1:
@@ -128,20 +130,20 @@ def _neighbours_of(a: np.ndarray, M: np.ndarray, k: int, threshold: float,
 @njit(cache=True)
 def _neighbourhoods(M: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     n = N_AA ** k
-    rowmax = np.empty(N_AA)
-    for x in range(N_AA):
-        rowmax[x] = M[x].max()
     start = np.zeros(n + 1, dtype=np.int64)
     chunks = []
     buf = np.empty(n, dtype=np.int32)
     a = np.empty(k, dtype=np.int64)
+    R = np.empty((k, N_AA))
     total = 0
     for w in range(n):
         x = w
         for s in range(k - 1, -1, -1):
             a[s] = x % N_AA
             x //= N_AA
-        c = _neighbours_of(a, M, k, threshold, rowmax, buf)
+        for s in range(k):
+            R[s] = M[a[s]]
+        c = _words_above(R, a, threshold, buf)
         chunks.append(buf[:c].copy())
         total += c
         start[w + 1] = total
@@ -154,56 +156,28 @@ def _neighbourhoods(M: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray
 @njit(cache=True)
 def _profile_words(S: np.ndarray, k: int, threshold: float,
                    qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(word, query position) pairs, positions ascending: the k-mers ``b`` with
-    ``sum_s S[i + s, b_s] >= threshold`` at each start ``i``, and the query's own k-mer
-    ``qids[i]`` (if not -1); the walk of :func:`_neighbours_of` with the profile's rows in place
-    of the matrix rows of the query's residues."""
+    """(word, query position) pairs, positions ascending: :func:`_words_above` of the profile's
+    rows ``S[i:i + k]`` and the query's own k-mer ``qids[i]`` at each start ``i``."""
     n = S.shape[0] - k + 1
-    rowmax = np.empty(S.shape[0])
-    for r in range(S.shape[0]):
-        rowmax[r] = S[r].max()
+    buf = np.empty(N_AA ** k, dtype=np.int32)
+    own = np.empty(k, dtype=np.int64)
     cap = 1024
     words = np.empty(cap, dtype=np.int32)
     poss = np.empty(cap, dtype=np.int32)
     m = 0
-    suffix = np.zeros(k + 1)
-    digit = np.zeros(k, dtype=np.int64)
-    own = np.zeros(k, dtype=np.int64)
-    partial = np.zeros(k + 1)
-    exact = np.ones(k + 1, dtype=np.bool_)
     for i in range(n):
-        for s in range(k - 1, -1, -1):
-            suffix[s] = suffix[s + 1] + rowmax[i + s]
         x = qids[i]
         for s in range(k - 1, -1, -1):
             own[s] = x % N_AA if x >= 0 else -1
             x = x // N_AA if x >= 0 else x
-        s = 0
-        digit[0] = -1
-        while s >= 0:
-            digit[s] += 1
-            if digit[s] == N_AA:
-                s -= 1
-                continue
-            partial[s + 1] = partial[s] + S[i + s, digit[s]]
-            exact[s + 1] = exact[s] and digit[s] == own[s]
-            if not exact[s + 1] and partial[s + 1] + suffix[s + 1] < threshold:
-                continue
-            if s == k - 1:
-                if partial[k] >= threshold or exact[k]:
-                    if m == cap:
-                        cap *= 2
-                        words = np.concatenate((words, np.empty(cap - m, dtype=np.int32)))
-                        poss = np.concatenate((poss, np.empty(cap - m, dtype=np.int32)))
-                    w = 0
-                    for r in range(k):
-                        w = w * N_AA + digit[r]
-                    words[m] = w
-                    poss[m] = i
-                    m += 1
-            else:
-                s += 1
-                digit[s] = -1
+        c = _words_above(S[i:i + k], own, threshold, buf)
+        while m + c > cap:
+            cap *= 2
+            words = np.concatenate((words, np.empty(cap - len(words), dtype=np.int32)))
+            poss = np.concatenate((poss, np.empty(cap - len(poss), dtype=np.int32)))
+        words[m:m + c] = buf[:c]
+        poss[m:m + c] = i
+        m += c
     return words[:m], poss[:m]
 
 
