@@ -46,6 +46,23 @@ def test_workers_give_the_hits_of_one_process_in_query_order(database, method: s
                             evalue=1e3)) == _key(one)
 
 
+@pytest.mark.parametrize("method", ["pssm", "learned"])
+def test_workers_run_iterative_searches_as_one_process_does(database, method: str) -> None:
+    """``iterations=N``: each worker runs whole iterative searches (PSI-BLAST class, or the
+    learned ranking fused with the PSSM round), with the one-process hits in query order."""
+    from homalign.search.iterative import iterative_search
+
+    dbdir, seqs = database
+    db = open_database(dbdir)
+    queries = seqs[:4]
+    one = list(iter_search(queries, db, method, workers=1, iterations=2, evalue=1e3))
+    two = list(iter_search(queries, db, method, workers=2, iterations=2, evalue=1e3))
+    assert _key(two) == _key(one)
+    assert any(len(h) > 1 for _, h in one)
+    want = iterative_search(queries[0], db, 2, method, evalue=1e3)
+    assert _key([(queries[0], want)]) == _key(one[:1])
+
+
 def test_a_database_without_a_directory_is_searched_here(database) -> None:
     _dbdir, seqs = database
     db = SequenceDB.from_sequences(seqs)

@@ -95,23 +95,22 @@ def _split_options(args: argparse.Namespace, opts: dict[str, Any]
 
 def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
     """``--iterations N``: :func:`homalign.search.iterative.iterative_search` for each query
-    (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round)."""
+    (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round); with
+    ``--threads N`` and a makedb directory, in N one-thread worker processes (the same hits)."""
     from tqdm import tqdm
 
-    from homalign.search import open_database
-    from homalign.search.iterative import iterative_search
+    from homalign.search.parallel import iter_search
 
     pssm, own = _split_options(args, opts)
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
-    msa_db = open_database(args.msa_db) if args.msa_db is not None else None
-    for q in tqdm(queries, desc="iterative search", unit="query",
-                  disable=not _common.progress(args)):
-        hits = iterative_search(q, db, args.iterations, args.method, evalue=args.evalue,
+    yield from tqdm(iter_search(queries, db, args.method, workers=_common.threads(args),
+                                iterations=args.iterations, evalue=args.evalue,
                                 max_hits=args.max_hits, prefilter=not args.exhaustive,
                                 prefilter_options=pf_opts, target_msa=args.target_msa,
                                 neighbour_support=args.neighbour_support,
-                                msa_db=msa_db, **pssm, **own)
-        yield q, hits
+                                msa_db=args.msa_db, **pssm, **own),
+                    total=len(queries), desc="iterative search", unit="query",
+                    disable=not _common.progress(args), dynamic_ncols=True)
 
 
 def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:

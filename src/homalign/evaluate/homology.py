@@ -347,7 +347,7 @@ def run_homalign_method(method: str, queries: Sequence[str], db: Any, *,
 
     if "@" in method:
         return _run_iterative(method, queries, db, prefilter=prefilter, max_hits=max_hits,
-                              progress=progress, **options)
+                              progress=progress, workers=workers, **options)
     seqs = [db.sequence(db.index_of(q)) for q in queries]
     res = search_many(seqs, db, method, progress=progress, evalue=1e9, max_hits=max_hits,
                       prefilter=prefilter, traceback=False, workers=workers, **options)
@@ -363,26 +363,22 @@ def parse_iterative_name(name: str) -> tuple[str, int]:
 
 
 def _run_iterative(name: str, queries: Sequence[str], db: Any, *, prefilter: bool, max_hits: int,
-                   progress: bool, **options: Any) -> dict[str, list[tuple[str, float, float]]]:
+                   progress: bool, workers: int = 1,
+                   **options: Any) -> dict[str, list[tuple[str, float, float]]]:
     from tqdm import tqdm
 
-    from homalign.methods import get_method
-    from homalign.search import TargetReps
-    from homalign.search.iterative import PSSM_METHODS, iterative_search
+    from homalign.search.parallel import iter_search
 
     base, n = parse_iterative_name(name)
-    m = get_method(base)
-    reps = None
-    if base not in PSSM_METHODS and m.prepare is not None and m.score is not None:
-        reps = TargetReps(m, db, {**m.defaults, **options})
+    seqs = [db.sequence(db.index_of(q)) for q in queries]
     out = {}
-    for q in tqdm(queries, desc=f"search {name}", unit="query", disable=not progress,
-                  dynamic_ncols=True):
-        hits = iterative_search(db.sequence(db.index_of(q)), db, n, base, evalue=1e9,
-                                max_hits=max_hits, prefilter=prefilter, traceback=False,
-                                target_reps=reps, **options)
+    for q, hits in tqdm(iter_search(seqs, db, base, workers=workers, iterations=n, evalue=1e9,
+                                    max_hits=max_hits, prefilter=prefilter, traceback=False,
+                                    **options),
+                        total=len(seqs), desc=f"search {name}", unit="query",
+                        disable=not progress, dynamic_ncols=True):
         # ranked by E-value (PSI-BLAST's order; a fusion's only common scale): score = -ln E
-        out[q] = [(h.target_id, -math.log(max(h.evalue, 1e-300)), h.evalue) for h in hits]
+        out[q.id] = [(h.target_id, -math.log(max(h.evalue, 1e-300)), h.evalue) for h in hits]
     return out
 
 

@@ -45,6 +45,11 @@ FUSION_RESCORE = 300
 #: not used, with database MSAs (target_msa).
 PROFILE_SEEDS = True
 PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
+#: the keywords of :func:`iterative_search` that are not the method's options
+ITERATIVE_KEYWORDS = frozenset({
+    "evalue", "max_hits", "prefilter", "prefilter_options", "traceback", "inclusion_evalue",
+    "max_candidates", "fusion_weight", "matrix", "gap_open", "gap_extend", "target_reps",
+    "target_msa", "profile_weight", "neighbour_support", "msa_db"})
 
 
 def iterative_search(

@@ -45,7 +45,8 @@ def _target_reps(db: SequenceDB, method: str, options: dict[str, Any]) -> Target
                                                 if k not in SEARCH_KEYWORDS}})
 
 
-def _init(parent_pid: int, db_dir: str, method: str, options: dict[str, Any]) -> None:
+def _init(parent_pid: int, db_dir: str, method: str, options: dict[str, Any],
+          iterations: int | None = None) -> None:
     from homalign.search.database import open_database
     from homalign.threads import set_threads
     from homalign.workers import init_worker
@@ -53,13 +54,43 @@ def _init(parent_pid: int, db_dir: str, method: str, options: dict[str, Any]) ->
     init_worker(parent_pid)
     set_threads(1)
     db = open_database(db_dir)
-    _WORKER.update(db=db, method=method, options=options,
-                   reps=_target_reps(db, method, options))
+    _WORKER.update(db=db, method=method, options=options, iterations=iterations,
+                   reps=_reps_for(db, method, options, iterations))
+
+
+def _search_options(options: dict[str, Any], iterations: int | None) -> dict[str, Any]:
+    """The options a method's targets are prepared with: an iterative search's own keywords
+    (its PSSM rounds', ``target_msa``, ...) are not the method's."""
+    if iterations is None:
+        return options
+    from homalign.search.iterative import ITERATIVE_KEYWORDS
+
+    return {k: v for k, v in options.items() if k not in ITERATIVE_KEYWORDS}
+
+
+def _reps_for(db: SequenceDB, method: str, options: dict[str, Any],
+              iterations: int | None) -> TargetReps | None:
+    """Prepared targets shared across the queries (none for a PSI-BLAST-class search)."""
+    if iterations is not None:
+        from homalign.search.iterative import PSSM_METHODS
+
+        if method in PSSM_METHODS:
+            return None
+    return _target_reps(db, method, _search_options(options, iterations))
+
+
+def _one(query: Sequence, db: SequenceDB, method: str, iterations: int | None, reps: Any,
+         options: dict[str, Any]) -> list[Hit]:
+    if iterations is None:
+        return search(query, db, method, target_reps=reps, **options)
+    from homalign.search.iterative import iterative_search
+
+    return iterative_search(query, db, iterations, method, target_reps=reps, **options)
 
 
 def _search_one(query: Sequence) -> list[Hit]:
     w = _WORKER
-    return search(query, w["db"], w["method"], target_reps=w["reps"], **w["options"])
+    return _one(query, w["db"], w["method"], w["iterations"], w["reps"], w["options"])
 
 
 def database_dir(db: SequenceDB) -> str | None:
@@ -71,21 +102,24 @@ def database_dir(db: SequenceDB) -> str | None:
 
 
 def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw", *,
-                workers: int = 1, **options: Any) -> Iterator[tuple[Sequence, list[Hit]]]:
-    """(query, hits) of each query in order: :func:`homalign.search.search` with ``options``,
-    in ``workers`` processes when there is more than one query and ``db`` is a makedb
-    directory, else here (prepared targets shared across the queries)."""
+                workers: int = 1, iterations: int | None = None,
+                **options: Any) -> Iterator[tuple[Sequence, list[Hit]]]:
+    """(query, hits) of each query in order: :func:`homalign.search.search` with ``options``
+    (with ``iterations``: :func:`homalign.search.iterative.iterative_search`), in ``workers``
+    processes when there is more than one query and ``db`` is a makedb directory, else here
+    (prepared targets shared across the queries)."""
     qs = list(queries)
     db_dir = database_dir(db)
     n = min(int(workers), len(qs))
     if n <= 1 or db_dir is None:
-        reps = _target_reps(db, method, options)
+        reps = _reps_for(db, method, options, iterations)
         for q in qs:
-            yield q, search(q, db, method, target_reps=reps, **options)
+            yield q, _one(q, db, method, iterations, reps, options)
         return
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init,
-                             initargs=(os.getpid(), db_dir, method, options)) as pool:
+                             initargs=(os.getpid(), db_dir, method, options,
+                                       iterations)) as pool:
         try:
             for q, hits in zip(qs, pool.map(_search_one, qs), strict=True):
                 yield q, hits
