@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     tuning = train_fold_tuning_set(args.queries, heldout=True)
     db = open_database(args.db)
     if args.seeds:
-        return _seeds(db, tuning, args.out)
+        return _write(_seeds(db, tuning), args.out)
     params = karlin_altschul("BLOSUM62", 11.0, 1.0)
     runs = {}
     for qid in tuning.queries:
@@ -85,14 +85,18 @@ def main(argv: list[str] | None = None) -> int:
         rows += [row(d, True), row(d, False)]
     for r in rows:
         print(r, file=sys.stderr)
-    with open(args.out, "w", newline="") as fh:
+    return _write(rows, args.out)
+
+
+def _write(rows: list[dict], out: Path) -> int:
+    with open(out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     return 0
 
 
-def _seeds(db, tuning, out: Path) -> int:
+def _seeds(db, tuning) -> list[dict]:
     """pssm@3 and learned@3 end to end with the last round seeded by the sequence, then by
     the PSSM; sensitivities and milliseconds a query (scores only)."""
     import time
@@ -117,11 +121,7 @@ def _seeds(db, tuning, out: Path) -> int:
                          "superfamily": round(sens["superfamily"], 4),
                          "ms_per_query": round(ms, 1)})
             print(rows[-1], file=sys.stderr, flush=True)
-    with open(out, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

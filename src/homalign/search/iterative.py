@@ -11,6 +11,7 @@ see different evidence (docs/learned.md).
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -45,11 +46,6 @@ FUSION_RESCORE = 300
 #: not used, with database MSAs (target_msa).
 PROFILE_SEEDS = True
 PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
-#: the keywords of :func:`iterative_search` that are not the method's options
-ITERATIVE_KEYWORDS = frozenset({
-    "evalue", "max_hits", "prefilter", "prefilter_options", "traceback", "inclusion_evalue",
-    "max_candidates", "fusion_weight", "matrix", "gap_open", "gap_extend", "target_reps",
-    "target_msa", "profile_weight", "neighbour_support", "msa_db"})
 
 
 def iterative_search(
@@ -188,6 +184,12 @@ def iterative_search(
         fused = calibrated_hits(fused, f"{method}@{iterations}", len(query), db)
     return _finish(query, db, fused, evalue, max_hits, traceback, method, target_reps,
                    method_options)
+
+
+#: the keywords of :func:`iterative_search` that are not the method's options
+ITERATIVE_KEYWORDS = frozenset(
+    name for name, par in inspect.signature(iterative_search).parameters.items()
+    if par.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def fusion_candidates(query: Sequence, db: Any, method: str, cand: np.ndarray,
