@@ -10,7 +10,7 @@ from tests.proteins import mutate, random_protein
 
 from homalign.io import FastaRecord, write_fasta
 from homalign.search import SequenceDB, makedb, open_database, search_many
-from homalign.search.parallel import database_dir, iter_search
+from homalign.search.parallel import database_dir, iter_search, pack_hits, unpack_hits
 from homalign.sequence import Sequence
 
 
@@ -44,6 +44,20 @@ def test_workers_give_the_hits_of_one_process_in_query_order(database, method: s
     assert any(len(h) > 1 for _, h in one)  # real hits, not empty lists
     assert _key(search_many(queries, db, method, workers=2, progress=False,
                             evalue=1e3)) == _key(one)
+
+
+@pytest.mark.parametrize("traceback", [True, False])
+def test_hits_cross_the_pipe_as_columns_unchanged(database, traceback: bool) -> None:
+    dbdir, seqs = database
+    hits = search_many(seqs[:1], open_database(dbdir), "sw", evalue=1e3, progress=False,
+                       traceback=traceback)[0][1]
+    assert len(hits) > 1
+    cols = pack_hits(seqs[0].id, hits)
+    assert (cols[-1] is None) == (not traceback)
+    back = unpack_hits(cols)
+    assert _key([(seqs[0], back)]) == _key([(seqs[0], hits)])
+    assert [h.query_id for h in back] == [h.query_id for h in hits]
+    assert [h.target_index for h in back] == [h.target_index for h in hits]
 
 
 @pytest.mark.parametrize("method", ["pssm", "learned"])

