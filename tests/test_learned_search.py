@@ -198,3 +198,23 @@ def test_the_last_round_seeds_with_the_query_pssm(db_and_query, monkeypatch, met
     monkeypatch.setattr(iterative, "PROFILE_SEEDS", False)
     iterative.iterative_search(query, db, 3, method, evalue=1e9, traceback=False)
     assert seen and all(p is None for p in seen)
+
+
+def test_learned_candidates_are_the_databases_best_by_smith_waterman(db_and_query) -> None:
+    from homalign.search.engine import candidates_of
+    from homalign.search.prefilter import prefilter
+    from homalign.search.sw_scores import sw_scores
+
+    db, query = db_and_query
+    every = np.arange(len(db), dtype=np.int64)
+    sw = sw_scores(query.codes, db.codes, db.offsets, every)
+    cand = candidates_of(query, db, "learned", rescore=6)
+    assert cand.tolist() == sorted(np.argsort(-sw, kind="stable")[:6].tolist())
+    # the k-mer prefilter would keep fewer: its candidates are ranked only with explicit options
+    kmer = prefilter(query.codes, db, max_seqs=1000)
+    assert len(kmer) < len(db)
+    chosen = candidates_of(query, db, "learned", rescore=6, prefilter_options={"max_seqs": 1000})
+    assert set(chosen.tolist()) <= set(kmer.tolist())
+    assert candidates_of(query, db, "sw").tolist() == kmer.tolist()  # other methods: the prefilter
+    hits = search(query, db, "learned", evalue=1e9, traceback=False, rescore=6)
+    assert sorted(h.target_index for h in hits) == cand.tolist()

@@ -30,7 +30,7 @@ from homalign.evaluate.homology import mean_sensitivity, sensitivities, train_fo
 from homalign.methods.profile import ProteinRep
 from homalign.profile.profile import Profile
 from homalign.search import Hit, fuse_hits, open_database, search
-from homalign.search.engine import LEARNED_RESCORE, best_by_sw
+from homalign.search.engine import candidates_of
 from homalign.search.iterative import DEFAULT_FUSION_WEIGHT
 from homalign.search.msa_build import build_msa
 from homalign.search.prefilter import prefilter
@@ -58,12 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         rep = ProteinRep(q, source=Profile.from_msa(build_msa(q, db, 2), pseudocounts="matrix",
                                                     matrix="BLOSUM62"))
         cand = prefilter(q.codes, db)
-        own = search(q, db, "learned", evalue=math.inf, max_hits=None, candidates=cand,
-                     traceback=False, calibrated=False)
+        sw = candidates_of(q, db, "learned")  # the learned search's own: best 80 by SW
+        own = search(q, db, "learned", evalue=math.inf, max_hits=None,
+                     candidates=np.union1d(cand, sw), traceback=False, calibrated=False)
         pssm = search(q, db, "pssm", evalue=math.inf, max_hits=None, candidates=cand,
                       traceback=False, query_rep=rep, params=params, matrix="BLOSUM62",
                       gap_open=11.0, gap_extend=1.0)
-        runs[qid] = (own, pssm, set(best_by_sw(q, db, cand, LEARNED_RESCORE).tolist()))
+        runs[qid] = (own, pssm, set(sw.tolist()))
 
     def row(depth: int | None, with_sw: bool) -> dict:
         results, sizes = {}, []

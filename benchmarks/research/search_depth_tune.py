@@ -1,14 +1,16 @@
-"""How deep the learned search looks, against its time: the k-mer prefilter's neighbourhood
-threshold and the number of candidates the learned ranking scores (``LEARNED_RESCORE``).
+"""How deep the learned search looks, against its time: where its candidates come from (the
+whole database by Smith-Waterman score, or the k-mer prefilter with its neighbourhood threshold)
+and how many the learned ranking scores (``LEARNED_RESCORE``).
 
     homalign makedb $HOMALIGN_DATA/scope/astral-2.07-40.trainval.fa TRAINVAL.db
     python benchmarks/research/search_depth_tune.py --db TRAINVAL.db [--queries 563] \\
-        [--settings 11:1000:150,10:1000:150] [--min-score 15] --out OUT.csv
+        [--settings sw:-:80,11:1000:80,10:1000:150] [--min-score 15] --out OUT.csv
 
 Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold_tuning_set`,
 ``heldout=True``: the folds the adapter and null law never saw), scores only, one thread. Each
 setting is ``THRESHOLD:MAX_SEQS:RESCORE`` (neighbourhood score, the prefilter's
-candidates, the learned ranking's); the table gives family and superfamily sensitivity to the first
+candidates, the learned ranking's; ``sw:-:RESCORE``: the best RESCORE of the whole database by
+Smith-Waterman score, the search's default); the table gives family and superfamily sensitivity to the first
 false positive (published protocol) and milliseconds a query (the queries run once before the
 timed pass, so compiled code and caches are warm).
 """
@@ -30,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", required=True, help="homalign makedb directory of the trainval FASTA")
     p.add_argument("--queries", type=int, default=563, help="held-out train-fold queries")
-    p.add_argument("--settings", default="11:1000:150,11:1000:100,12:1000:150,10:1000:150")
+    p.add_argument("--settings", default="sw:-:80,sw:-:120,11:1000:80,10:1000:80")
     p.add_argument("--min-score", type=float, default=15.0, help="ungapped score to pass")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
@@ -41,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for setting in args.settings.split(","):
         threshold, max_seqs, rescore = setting.split(":")
-        opts = {"prefilter_options": {"threshold": float(threshold), "max_seqs": int(max_seqs),
-                                      "min_score": float(args.min_score)},
-                "rescore": int(rescore)}
+        opts = {"prefilter_options": None if threshold == "sw" else {
+            "threshold": float(threshold), "max_seqs": int(max_seqs),
+            "min_score": float(args.min_score)}, "rescore": int(rescore)}
         search(seqs[0], db, "learned", traceback=False, **opts)  # warm
         start = time.perf_counter()
         results = {q.id: [(h.target_id, h.score, h.evalue) for h in

@@ -119,11 +119,12 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
     ),
     "learned (search)": (
         Tuned("homalign.search.engine:LEARNED_RESCORE", 80,
-              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1142 / 0.4411 at 52.5 ms a query "
-              "vs 0.1130 / 0.4413 at 58.8 ms for 100 (90: 0.1143 / 0.4413; 72: 0.1137 / 0.4389; "
-              "64: 0.1129 / 0.4390)",
-              "benchmarks/research/search_depth_tune.py",
-              "Learned rescoring of the best 80 of the prefilter's 1,000, by SW score"),
+              f"563 {_HELDOUT_QUERIES}: the database's best 80 by SW, superfamily / family "
+              "0.1188 / 0.4494 at 28.6 ms a query (100: 0.1181 / 0.4505 at 29.6; 120: 0.1191 / "
+              "0.4526 at 35.7; the k-mer prefilter's best 80: 0.1142 / 0.4411 at 41.2)",
+              "benchmarks/research/search_depth_tune.py --settings sw:-:80,sw:-:100,sw:-:120,"
+              "11:1000:80",
+              "The learned search's candidates: the database's best 80 by SW score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

@@ -44,12 +44,8 @@ from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
 
 MAX_QUERY_LENGTH = 40_000
-#: the learned ranking scores the 100 best of the prefilter's 1,000 targets by Smith-Waterman
-#: score (compiled, :mod:`homalign.search.sw_scores`): on 563 held-out train-fold SCOPe queries
-#: (benchmarks/research/search_depth_tune.py), superfamily / family sensitivity 0.1092 / 0.4346
-#: at 80 ms a query against 0.1098 / 0.4367 at 96 ms for the best 150 (75: 0.1083 / 0.4316 at
-#: 73 ms); a looser k-mer neighbourhood finds little more (threshold 10: 0.1124 / 0.4338 at
-#: 1.2x the time; 12: 0.1013)
+#: the learned ranking scores the database's best 80 targets by Smith-Waterman score (compiled,
+#: :mod:`homalign.search.sw_scores`); provenance in homalign.tuned
 LEARNED_RESCORE = 80
 BATCH = 128
 _FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
@@ -191,17 +187,23 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
 def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool = True,
                   prefilter_options: dict[str, Any] | None = None,
                   rescore: int | None | str = "default") -> np.ndarray:
-    """The database indices ``search`` scores for query ``q``: the prefilter's (or all), and for
-    a method with a batched ranking (``learned``) the best ``rescore`` of those by
-    Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None: all)."""
+    """The database indices ``search`` scores for query ``q``: the k-mer prefilter's (or all,
+    without ``prefilter``). A method with a batched ranking (``learned``) scores the best
+    ``rescore`` targets by Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None:
+    all the prefilter's) of the whole database, or of the k-mer prefilter's candidates when
+    ``prefilter_options`` are given: the SIMD Smith-Waterman kernels score every target faster
+    than the k-mer scan selects 1,000 (docs/decisions.md)."""
     if not prefilter:
         return np.arange(len(db), dtype=np.int64)
-    cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
     m = get_method(method)
     if rescore == "default":
         rescore = LEARNED_RESCORE
-    if (m.ranking is not None and m.ranking() is not None and rescore is not None
-            and len(cand) > int(rescore)):
+    ranked = m.ranking is not None and m.ranking() is not None and rescore is not None
+    if ranked and not prefilter_options:
+        cand = np.arange(len(db), dtype=np.int64)
+    else:
+        cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
+    if ranked and len(cand) > int(rescore):
         cand = best_by_sw(q, db, cand, int(rescore))
     return cand
 

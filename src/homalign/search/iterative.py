@@ -196,18 +196,19 @@ def fusion_candidates(query: Sequence, db: Any, method: str, cand: np.ndarray,
                       pssm: list) -> np.ndarray:
     """The candidates ``method`` ranks for the fusion: all of ``cand``, or for a method with a
     batched ranking (``learned``) the PSSM round's best :data:`FUSION_RESCORE` (by E-value)
-    together with those its own search would rank (the best ``LEARNED_RESCORE`` by
-    Smith-Waterman score). A target outside both needs a poor PSSM E-value and would need a
-    learned one the single-sequence search never finds, to rank; it takes the method's worst
-    E-value in :func:`homalign.search.hits.fuse_hits`."""
+    together with those its own search would rank (:func:`homalign.search.engine.candidates_of`:
+    the database's best ``LEARNED_RESCORE`` by Smith-Waterman score). A target outside both
+    needs a poor PSSM E-value and would need a learned one the single-sequence search never
+    finds, to rank; it takes the method's worst E-value in
+    :func:`homalign.search.hits.fuse_hits`."""
     from homalign.methods import get_method
-    from homalign.search.engine import LEARNED_RESCORE, best_by_sw
+    from homalign.search.engine import candidates_of
 
     m = get_method(method)
     if m.ranking is None or m.ranking() is None or len(cand) <= FUSION_RESCORE:
         return cand
     best_pssm = np.array([h.target_index for h in pssm[:FUSION_RESCORE]], dtype=np.int64)
-    return np.union1d(best_pssm, best_by_sw(query, db, cand, LEARNED_RESCORE))
+    return np.union1d(best_pssm, candidates_of(query, db, method))
 
 
 def calibrated_hits(hits: list, ranking: str, query_length: int, db: Any) -> list:
