@@ -215,6 +215,10 @@ def test_learned_candidates_are_the_databases_best_by_smith_waterman(db_and_quer
     assert len(kmer) < len(db)
     chosen = candidates_of(query, db, "learned", rescore=6, prefilter_options={"max_seqs": 1000})
     assert set(chosen.tolist()) <= set(kmer.tolist())
-    assert candidates_of(query, db, "sw").tolist() == kmer.tolist()  # other methods: the prefilter
+    # compiled sw scores every target; with prefilter options, or another method, the k-mer's
+    assert candidates_of(query, db, "sw").tolist() == every.tolist()
+    assert candidates_of(query, db, "sw", prefilter_options={"max_seqs": 1000}).tolist() == \
+        kmer.tolist()
+    assert candidates_of(query, db, "glocal").tolist() == kmer.tolist()
     hits = search(query, db, "learned", evalue=1e9, traceback=False, rescore=6)
     assert sorted(h.target_index for h in hits) == cand.tolist()

@@ -186,21 +186,25 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
 
 def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool = True,
                   prefilter_options: dict[str, Any] | None = None,
-                  rescore: int | None | str = "default") -> np.ndarray:
+                  rescore: int | None | str = "default", query_rep: Any = None,
+                  method_options: dict[str, Any] | None = None) -> np.ndarray:
     """The database indices ``search`` scores for query ``q``: the k-mer prefilter's (or all,
-    without ``prefilter``). A method with a batched ranking (``learned``) scores the best
-    ``rescore`` targets by Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None:
-    all the prefilter's) of the whole database, or of the k-mer prefilter's candidates when
-    ``prefilter_options`` are given: the SIMD Smith-Waterman kernels score every target faster
-    than the k-mer scan selects 1,000 (docs/decisions.md)."""
-    if not prefilter:
-        return np.arange(len(db), dtype=np.int64)
+    without ``prefilter``). The SIMD Smith-Waterman kernels score every target faster than the
+    k-mer scan selects 1,000 (docs/decisions.md), so unless ``prefilter_options`` are given
+    (then the k-mer prefilter's candidates are used), ``sw`` on its compiled path
+    (``query_rep``, ``method_options``: as :func:`search` gets them) scores every target, and a
+    method with a batched ranking (``learned``) the database's best ``rescore`` targets by
+    Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None: all)."""
+    every = np.arange(len(db), dtype=np.int64)
     m = get_method(method)
+    if not prefilter or (not prefilter_options
+                         and _is_fast_sw(m, query_rep, method_options or {})):
+        return every
     if rescore == "default":
         rescore = LEARNED_RESCORE
     ranked = m.ranking is not None and m.ranking() is not None and rescore is not None
     if ranked and not prefilter_options:
-        cand = np.arange(len(db), dtype=np.int64)
+        cand = every
     else:
         cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
     if ranked and len(cand) > int(rescore):
@@ -287,7 +291,8 @@ def search(
         cand = np.asarray(candidates, dtype=np.int64)
     else:
         cand = candidates_of(q, db, method, prefilter=prefilter,
-                             prefilter_options=prefilter_options, rescore=rescore)
+                             prefilter_options=prefilter_options, rescore=rescore,
+                             query_rep=query_rep, method_options=method_options)
 
     is_dp = m.prepare is not None and m.score is not None
     peer_alns: dict[int, Alignment] = {}

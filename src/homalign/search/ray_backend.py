@@ -190,11 +190,14 @@ def _by_queries(ray, queries, db, method, workers, kwargs, iterative=None):
 
 
 def _by_db(ray, queries, db, method, workers, kwargs):
-    from homalign.search.engine import candidates_of
+    from homalign.search.engine import SEARCH_KEYWORDS, candidates_of
 
     cands = [candidates_of(q, db, method, prefilter=kwargs.get("prefilter", True),
                            prefilter_options=kwargs.get("prefilter_options"),
-                           rescore=kwargs.get("rescore", "default")) for q in queries]
+                           rescore=kwargs.get("rescore", "default"),
+                           query_rep=kwargs.get("query_rep"),
+                           method_options={k: v for k, v in kwargs.items()
+                                           if k not in SEARCH_KEYWORDS}) for q in queries]
     db_ref = _db_ref(ray, db)
     task = ray.remote(max_retries=TASK_RETRIES)(_search_candidates)
     futures = []
