@@ -222,3 +222,22 @@ def test_learned_candidates_are_the_databases_best_by_smith_waterman(db_and_quer
     assert candidates_of(query, db, "glocal").tolist() == kmer.tolist()
     hits = search(query, db, "learned", evalue=1e9, traceback=False, rescore=6)
     assert sorted(h.target_index for h in hits) == cand.tolist()
+
+
+def test_best_by_sw_breaks_ties_at_the_cut_in_candidate_order() -> None:
+    from homalign.search.engine import best_by_sw
+    from homalign.search.sw_scores import sw_scores
+
+    rng = np.random.default_rng(5)
+    query = random_protein(rng, 60)
+    homolog = mutate(rng, query, 0.3)
+    seqs = [Sequence(f"s{k}", homolog if k % 3 == 0 else random_protein(rng, 50))
+            for k in range(24)]  # eight equal best scores
+    db = SequenceDB.from_sequences(seqs)
+    cand = np.arange(2, 24, dtype=np.int64)
+    q = Sequence("q", query)
+    sw = sw_scores(q.codes, db.codes, db.offsets, cand)
+    for n in (1, 3, 7, 8, 9, 22, 30):
+        want = np.sort(cand[np.argsort(-sw, kind="stable")[:n]])
+        assert best_by_sw(q, db, cand, n).tolist() == want.tolist()
+    assert best_by_sw(q, db, cand, 3).tolist() == [3, 6, 9]  # the first three of the tie
