@@ -484,6 +484,13 @@ def posterior_rows(args: argparse.Namespace, add) -> None:  # noqa: ANN001
                 "1 query x 32 targets", size, cells, t_many,
                 f"{threads} thread(s), {t_many[0] * 1e3:.1f} ms; {t_pair[0] / t_many[0]:.2f}x "
                 f"posterior_matrix (wall), {t_pair[2] / t_many[2]:.2f}x (CPU)")
+            if threads == 1:  # a part-filled group: the first 12 targets (a search's hits)
+                part = float(lq * lts[:12].sum())
+                t_part = timed(lambda: posteriors_many(S[:12], qo, qe, to[:12], te[:12], mode),
+                               reps)
+                add("posteriors_many (16 lanes), semiglobal, position-specific gaps, "
+                    "1 query x 12 targets (one part-filled group)", size, part, t_part,
+                    f"1 thread(s), {t_part[0] * 1e3:.1f} ms")
     finally:
         numba.set_num_threads(old)
     add("posterior_matrix pair by pair, same 32 pairs", size, cells, t_pair,

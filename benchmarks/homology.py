@@ -82,6 +82,7 @@ def prefilter(args) -> None:
         sensitivities,
     )
     from homalign.search import SequenceDB, search
+    from homalign.search.prefilter import DEFAULT_MAX_SEQS
 
     labels = labels_from_fasta(args.db)
     index = ScopIndex(labels)
@@ -90,10 +91,12 @@ def prefilter(args) -> None:
     _ = db.index  # build the k-mer index (the indexed reference prefilter) outside the timings
     search(qs[0], db, evalue=args.evalue)  # compile
     runs = {}
-    for name, pf in (("exhaustive", False), ("prefilter", True)):
+    # the k-mer prefilter runs only when asked for (sw alone scores every target by default)
+    kmer = {"max_seqs": DEFAULT_MAX_SEQS}
+    for name, pf, opts in (("exhaustive", False, None), ("prefilter", True, kmer)):
         t0 = time.perf_counter()
         res = {q.id: search(q, db, evalue=args.evalue, max_hits=None, prefilter=pf,
-                            traceback=False) for q in qs}
+                            prefilter_options=opts, traceback=False) for q in qs}
         runs[name] = (time.perf_counter() - t0, res)
     (t_ex, ex), (t_pf, pf) = runs["exhaustive"], runs["prefilter"]
 
