@@ -313,7 +313,7 @@ def head_to_head(args: argparse.Namespace, rng: np.random.Generator, sub: np.nda
                          "dp.lanes_int)",
                          lambda: score_local_codes(qcodes, tcodes, sub, 11.0, 1.0)))
             runs.append(("homalign dp.lanes.score_local_codes_float32 (codes + matrix; float32 "
-                         "kernel, before)",
+                         "kernel)",
                          lambda: score_local_codes_float32(qcodes, tcodes, sub, 11.0, 1.0)))
             runs.append((f"homalign dp.lanes.score_local_codes (int8 lanes, int16 past 116), "
                          f"one query x {n} targets",
