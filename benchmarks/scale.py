@@ -96,8 +96,8 @@ def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
             "import resource, sys, time; from homalign.cli import main; t = time.perf_counter();"
             f" rc = main(['search', {str(qfa)!r}, {str(db)!r}, '--method', 'learned', '-j',"
             f" '{threads}', '--no-progress', '-o', {str(out / f'{n}.hits.tsv')!r}]);"
-            " print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
-            " / 1024); sys.exit(rc)")]
+            " print(time.perf_counter() - t, max(resource.getrusage(w).ru_maxrss for w in"
+            " (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024); sys.exit(rc)")]
         r = subprocess.run(cmd, check=True, capture_output=True, text=True)
         seconds, rss = map(float, r.stdout.split()[-2:])
         disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
