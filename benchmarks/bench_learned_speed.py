@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_learned_speed.py [--length 300] [--pairs 20] [--reps 5] [--parity]
-        [--out benchmarks/results/learned_speed.md]
+        [--homologs DB] [--out benchmarks/results/learned_speed.md]
 
 Random protein pairs (20 amino acids, uniform), the bundled weights, one thread everywhere
 (``OMP_NUM_THREADS``, ``NUMBA_NUM_THREADS``, ``torch.set_num_threads``), every kernel compiled
@@ -20,6 +20,12 @@ target) and by wall time:
   weights' embeddings and adapter forward score: ``homology_probability``'s input); once with
   the default (scaled) posterior and once with ``method="log"``, the float64 log-space reference
   the call used before.
+
+``--homologs DB`` (a ``homalign makedb`` directory, e.g. ``runs/uniprot20k/db``) also times
+``homalign.align(q, t, method="learned-homologs", homologs=DB)`` once per pair over ``--pairs``
+pairs of real SCOPe domains within 10% of ``--length`` (``astral-2.07-40.trainval.fa``; random
+sequences would find no homologues), every sequence new to the process, after one warm-up pair:
+the cost per pair once the database is built.
 
 ``--parity`` also runs every HOMSTRAD dev pair through both posterior implementations and
 reports the largest posterior difference and how many MEA alignments differ.
@@ -151,6 +157,32 @@ def parity(data: Path) -> tuple[int, float, int]:
     return len(refs), worst, differ
 
 
+def homolog_pairs(n: int, length: int, seed: int = 0) -> list[tuple[Sequence, Sequence]]:
+    """``n + 1`` pairs of distinct ASTRAL domains within 10% of ``length`` (the first: warm-up)."""
+    from homalign.io import read_fasta
+
+    fasta = shared_data_root() / "scope" / "astral-2.07-40.trainval.fa"
+    lo, hi = int(0.9 * length), int(1.1 * length)
+    seqs = [Sequence(r.id, r.sequence.upper()) for r in read_fasta(fasta)
+            if lo <= len(r.sequence) <= hi]
+    pick = np.random.default_rng(seed).choice(len(seqs), 2 * n + 2, replace=False)
+    chosen = [seqs[int(i)] for i in pick]
+    return [(chosen[2 * k], chosen[2 * k + 1]) for k in range(n + 1)]
+
+
+def measure_homologs(db: str, n: int, length: int) -> tuple[float, float]:
+    """(CPU, wall) seconds a pair of ``learned-homologs`` against the database ``db``."""
+    from homalign.search import open_database
+
+    hdb = open_database(db)
+    pairs = homolog_pairs(n, length)
+    homalign.align(*pairs[0], method="learned-homologs", homologs=hdb)  # compile, map the db
+    c0, w0 = time.process_time(), time.perf_counter()
+    for q, t in pairs[1:]:
+        homalign.align(q, t, method="learned-homologs", homologs=hdb)
+    return (time.process_time() - c0) / n, (time.perf_counter() - w0) / n
+
+
 def markdown(res: dict, args: argparse.Namespace, command: str,
              par: tuple[int, float, int] | None) -> str:
     """The results page."""
@@ -194,6 +226,13 @@ def markdown(res: dict, args: argparse.Namespace, command: str,
         "The whole call adds Python glue (sequence handling, the homology head, the `Alignment`) "
         "to the sum of the stages.",
     ]
+    if "homologs" in res:
+        hc, hw = res["homologs"]
+        lines += ["", f"## `learned-homologs` against `{args.homologs}`", "",
+                  f"{args.pairs} pairs of real SCOPe domains of length {int(0.9 * args.length)}"
+                  f"-{int(1.1 * args.length)}, each sequence new to the process (its homologue "
+                  "search runs), one warm-up pair first: "
+                  f"{1e3 * hc:.1f} ms a pair CPU, {1e3 * hw:.1f} ms wall."]
     if par is not None:
         npairs, worst, differ = par
         lines += ["", f"Parity on HOMSTRAD dev ({npairs} pairs, decode mode): largest "
@@ -208,11 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--parity", action="store_true", help="compare both posteriors on dev")
     ap.add_argument("--data", type=Path, default=DEV)
+    ap.add_argument("--homologs", help="also time learned-homologs against this makedb directory")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     with torch.no_grad():
         res = measure(random_pairs(args.pairs, args.length), args.reps)
+        if args.homologs:
+            res["homologs"] = measure_homologs(args.homologs, args.pairs, args.length)
     par = parity(args.data) if args.parity else None
     if par is not None:
         print(f"parity: {par[0]} pairs, max |dP| {par[1]:.2e}, differing MEA alignments {par[2]}")
