@@ -241,3 +241,30 @@ def test_best_by_sw_breaks_ties_at_the_cut_in_candidate_order() -> None:
         want = np.sort(cand[np.argsort(-sw, kind="stable")[:n]])
         assert best_by_sw(q, db, cand, n).tolist() == want.tolist()
     assert best_by_sw(q, db, cand, 3).tolist() == [3, 6, 9]  # the first three of the tie
+
+
+def test_the_pssm_round_of_learned_at_n_scores_the_learned_searchs_candidates(
+        db_and_query, monkeypatch) -> None:
+    """``learned@N`` with the prefilter: the PSSM round's candidates hold the plain learned
+    search's (the database's best by SW), whatever the k-mer prefilter kept."""
+    from homalign.search import engine, iterative
+
+    db, query = db_and_query
+    monkeypatch.setattr("homalign.search.prefilter.prefilter",
+                        lambda codes, db_, **kw: np.array([0], dtype=np.int64))  # keeps one
+    seen: list[tuple[str, np.ndarray]] = []
+    real = engine.search
+
+    def spy(q, d, method="sw", *args, **kw):  # noqa: ANN001, ANN202
+        if kw.get("candidates") is not None:
+            seen.append((method, np.asarray(kw["candidates"])))
+        return real(q, d, method, *args, **kw)
+
+    monkeypatch.setattr(engine, "search", spy)
+    iterative.iterative_search(query, db, 1, "learned", evalue=1e9, max_hits=None,
+                               traceback=False)
+    own = engine.candidates_of(query, db, "learned")
+    assert len(own) > 1
+    pssm = [c for m, c in seen if m == "pssm"]
+    assert len(pssm) == 1 and set(own.tolist()) <= set(pssm[0].tolist())
+    assert set(pssm[0].tolist()) == set(own.tolist()) | {0}

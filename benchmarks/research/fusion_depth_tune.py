@@ -57,10 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         q = db.sequence(db.index_of(qid))
         rep = ProteinRep(q, source=Profile.from_msa(build_msa(q, db, 2), pseudocounts="matrix",
                                                     matrix="BLOSUM62"))
-        cand = prefilter(q.codes, db)
         sw = candidates_of(q, db, "learned")  # the learned search's own: best 80 by SW
-        own = search(q, db, "learned", evalue=math.inf, max_hits=None,
-                     candidates=np.union1d(cand, sw), traceback=False, calibrated=False)
+        cand = np.union1d(prefilter(q.codes, db), sw)  # as iterative_search's last round
+        own = search(q, db, "learned", evalue=math.inf, max_hits=None, candidates=cand,
+                     traceback=False, calibrated=False)
         pssm = search(q, db, "pssm", evalue=math.inf, max_hits=None, candidates=cand,
                       traceback=False, query_rep=rep, params=params, matrix="BLOSUM62",
                       gap_open=11.0, gap_extend=1.0)
