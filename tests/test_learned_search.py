@@ -154,11 +154,12 @@ def test_learned_fusion_scores_the_best_pssm_and_sw_candidates(db_and_query, mon
     cand = np.arange(len(db), dtype=np.int64)
     pssm = iterative.iterative_search(query, db, 2, "pssm", evalue=math.inf, max_hits=None,
                                       prefilter=False, traceback=False)
-    chosen = iterative.fusion_candidates(query, db, "learned", cand, pssm)
-    want = np.union1d([h.target_index for h in pssm[:5]], best_by_sw(query, db, cand, 4))
+    own = best_by_sw(query, db, cand, 4)
+    chosen = iterative.fusion_candidates("learned", cand, pssm, own)
+    want = np.union1d([h.target_index for h in pssm[:5]], own)
     np.testing.assert_array_equal(chosen, want)
     assert 5 <= len(chosen) < len(db)
-    np.testing.assert_array_equal(iterative.fusion_candidates(query, db, "pssm", cand, pssm),
+    np.testing.assert_array_equal(iterative.fusion_candidates("pssm", cand, pssm, None),
                                   cand)  # no batched ranking: every candidate
     fused = iterative.iterative_search(query, db, 2, "learned", evalue=math.inf, max_hits=None,
                                        prefilter=False, traceback=False)

@@ -184,6 +184,12 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
     return cand, scores, evals
 
 
+def batched_ranking(method: str) -> Any:
+    """The batched ranking of ``method`` (``learned``: its ranking model), or None."""
+    m = get_method(method)
+    return m.ranking() if m.ranking is not None else None
+
+
 def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool = True,
                   prefilter_options: dict[str, Any] | None = None,
                   rescore: int | None | str = "default", query_rep: Any = None,
@@ -195,16 +201,14 @@ def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool =
     (``query_rep``, ``method_options``: as :func:`search` gets them) scores every target, and a
     method with a batched ranking (``learned``) the database's best ``rescore`` targets by
     Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None: all)."""
-    every = np.arange(len(db), dtype=np.int64)
-    m = get_method(method)
     if not prefilter or (not prefilter_options
-                         and _is_fast_sw(m, query_rep, method_options or {})):
-        return every
+                         and _is_fast_sw(get_method(method), query_rep, method_options or {})):
+        return np.arange(len(db), dtype=np.int64)
     if rescore == "default":
         rescore = LEARNED_RESCORE
-    ranked = m.ranking is not None and m.ranking() is not None and rescore is not None
+    ranked = rescore is not None and batched_ranking(method) is not None
     if ranked and not prefilter_options:
-        cand = every
+        cand = np.arange(len(db), dtype=np.int64)
     else:
         cand = run_prefilter(q.codes, db, **(prefilter_options or {}))
     if ranked and len(cand) > int(rescore):
@@ -292,7 +296,7 @@ def search(
     opts = {**m.defaults, **method_options}
     n_res, n_seq = db_size if db_size is not None else (db.total_length, len(db))
 
-    ranking = m.ranking() if m.ranking is not None else None
+    ranking = batched_ranking(method)
     if candidates is not None:
         cand = np.asarray(candidates, dtype=np.int64)
     else:

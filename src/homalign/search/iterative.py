@@ -103,7 +103,7 @@ def iterative_search(
     import math
 
     from homalign.methods.profile import ProteinRep
-    from homalign.search.engine import search
+    from homalign.search.engine import batched_ranking, candidates_of, search
     from homalign.search.hits import fuse_hits
     from homalign.search.prefilter import prefilter as run_prefilter
     from homalign.sequence import as_sequence
@@ -145,11 +145,9 @@ def iterative_search(
     else:
         cand = np.arange(len(db), dtype=np.int64)
     own_cand = None
-    if target_msa is None and _ranked(method):
+    if target_msa is None and batched_ranking(method) is not None:
         # the targets the method's own search ranks get a PSSM value too, not the PSSM list's
         # worst in the fusion (held-out learned@3 superfamily 0.1329 -> 0.1408)
-        from homalign.search.engine import candidates_of
-
         own_cand = candidates_of(query, db, method)
         cand = np.union1d(cand, own_cand)
     if target_msa is not None:
@@ -175,7 +173,7 @@ def iterative_search(
                   traceback=False, **pssm_opts)
     own = search(query, db, method=method, evalue=math.inf, max_hits=None,
                  candidates=(cand if target_msa is not None  # (measured without it only)
-                             else fusion_candidates(query, db, method, cand, pssm, own_cand)),
+                             else fusion_candidates(method, cand, pssm, own_cand)),
                  traceback=False, target_reps=target_reps, calibrated=False, **method_options)
     if target_msa is None:
         lists, weights = [own, pssm], [fusion_weight, 1.0 - fusion_weight]
@@ -200,29 +198,21 @@ ITERATIVE_KEYWORDS = frozenset(
     if par.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-def _ranked(method: str) -> bool:
-    """Whether ``method`` has a batched ranking (``learned``)."""
-    from homalign.methods import get_method
-
-    m = get_method(method)
-    return m.ranking is not None and m.ranking() is not None
-
-
-def fusion_candidates(query: Sequence, db: Any, method: str, cand: np.ndarray,
-                      pssm: list, own: np.ndarray | None = None) -> np.ndarray:
+def fusion_candidates(method: str, cand: np.ndarray, pssm: list,
+                      own: np.ndarray | None) -> np.ndarray:
     """The candidates ``method`` ranks for the fusion: all of ``cand``, or for a method with a
     batched ranking (``learned``) the PSSM round's best :data:`FUSION_RESCORE` (by E-value)
-    together with those its own search would rank (:func:`homalign.search.engine.candidates_of`:
-    the database's best ``LEARNED_RESCORE`` by Smith-Waterman score; ``own`` if the caller has
-    them). A target outside both needs a poor PSSM E-value and would need a learned one the
-    single-sequence search never finds, to rank; it takes the method's worst E-value in
-    :func:`homalign.search.hits.fuse_hits`."""
-    from homalign.search.engine import candidates_of
+    together with ``own``, those its own search ranks
+    (:func:`homalign.search.engine.candidates_of`: the database's best ``LEARNED_RESCORE`` by
+    Smith-Waterman score). A target outside both needs a poor PSSM E-value and would need a
+    learned one the single-sequence search never finds, to rank; it takes the method's worst
+    E-value in :func:`homalign.search.hits.fuse_hits`."""
+    from homalign.search.engine import batched_ranking
 
-    if not _ranked(method) or len(cand) <= FUSION_RESCORE:
+    if own is None or batched_ranking(method) is None or len(cand) <= FUSION_RESCORE:
         return cand
     best_pssm = np.array([h.target_index for h in pssm[:FUSION_RESCORE]], dtype=np.int64)
-    return np.union1d(best_pssm, own if own is not None else candidates_of(query, db, method))
+    return np.union1d(best_pssm, own)
 
 
 def calibrated_hits(hits: list, ranking: str, query_length: int, db: Any) -> list:
