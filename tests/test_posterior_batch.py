@@ -127,6 +127,26 @@ def test_a_target_gets_the_same_bits_alone_and_in_any_batch() -> None:
             assert np.array_equal(P1[0], P[k]) and z1[0] == log_z[k]
 
 
+def test_a_kept_scratch_buffer_leaves_no_trace_in_later_results() -> None:
+    """The store and work rows are reused between calls: a call after larger ones, in the other
+    mode and with huge values left behind, gives the bits of a fresh buffer."""
+    rng = np.random.default_rng(5)
+    small = _batch(rng, 20, rng.integers(1, 40, 5))
+    first = {mode: posteriors_many(*small, mode) for mode in MODES}
+    posterior_batch._kept.buf = None  # a fresh buffer for the reference
+    fresh = {mode: posteriors_many(*small, mode) for mode in MODES}
+    posterior_batch._kept.buf = None
+    big = _batch(rng, 60, rng.integers(50, 120, 2 * LANES + 3), large=True)
+    for mode in MODES:
+        posteriors_many(*big, mode)
+        assert posterior_batch._kept.buf is not None  # kept, and larger than small needs
+        for other in MODES:
+            P, log_z = posteriors_many(*small, other)
+            assert all(np.array_equal(a, b) for a, b in zip(P, fresh[other][0], strict=True))
+            assert np.array_equal(log_z, fresh[other][1])
+            assert all(np.array_equal(a, b) for a, b in zip(P, first[other][0], strict=True))
+
+
 _THREADS_SCRIPT = """
 import numba, numpy as np, sys
 sys.path.insert(0, {root!r})

@@ -81,6 +81,7 @@ of query residues against gaps down the single column).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from functools import partial
 
@@ -112,6 +113,9 @@ LANES = 16  # targets per group (one vector of float32 lanes)
 GROUP_BYTES = 256 << 20
 """Largest forward store of a group (``m`` and ``w`` of every row); larger targets run per
 pair."""
+_SCRATCH_KEEP = 64 << 20
+"""Largest scratch buffer (bytes) a calling thread keeps between calls (see ``_scratch``)."""
+_kept = threading.local()
 POSTERIOR_TOLERANCE = 1e-6
 """Largest accepted a-posteriori bound on the error of a posterior (else the per-pair path)."""
 
@@ -424,14 +428,15 @@ def _step(top, e):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, logz, status):  # noqa: ANN001, ANN201, E501
+def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, work, logz, status):  # noqa: ANN001, ANN201, E501
     """Forward-backward of the (up to) LANES targets of one group.
 
     Lane ``u``: scores at byte address ``addrs[u]`` (float32 (lq, lens[u]) C order), gap factors
     ``tc/td[goff[u]:goff[u] + lens[u]]``, posteriors written at ``oaddrs[u]``; log Z into
     ``logz[u]``, ``status[u]`` 0 (done) or 1 (use the per-pair path). Empty lanes have length 0.
     ``F``: ``_store_size(lq, T)`` floats of room for the forward m of rows 0..lq and the
-    weights w of rows 0..lq + 1 (lane-major).
+    weights w of rows 0..lq + 1 (lane-major); ``work``: ``_work_size(T)`` floats for the rows
+    and state of the passes. Neither needs to be cleared.
     """
     T = 0
     for u in range(LANES):
@@ -447,7 +452,8 @@ def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, logz, status
     IO = 6 * rs
     CDO = 8 * rs
     STO = CDO + 2 * rs
-    W = np.zeros(STO + _NSLOTS * LANES, dtype=np.float32)
+    W = work[:STO + _NSLOTS * LANES]
+    W[:] = 0.0
     for u in range(LANES):
         for j in range(lens[u]):
             W[CDO + (j + 1) * 2 * LANES + u] = tc[goff[u] + j]
@@ -624,13 +630,21 @@ def _store_size(lq, T):  # noqa: ANN001, ANN202
     return (2 * lq + 3) * ((T + LANES) // LANES * LANES + 1) * LANES
 
 
+@njit(cache=True, nogil=True)
+def _work_size(T):  # noqa: ANN001, ANN202
+    """float32 values of a group's work buffer: x, y, B_M, B_I (two rows each), the gap factors
+    (two values per column) and the state slots (see _group)."""
+    return 10 * ((T + LANES) // LANES * LANES + 1) * LANES + _NSLOTS * LANES
+
+
 @njit(cache=True, parallel=True)
-def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, threads):  # noqa: ANN001, ANN201, E501
+def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, threads, scratch):  # noqa: ANN001, ANN201, E501
     """All targets, LANES at a time in order of length: ``(log Z, status)``. The part-filled
     group is the shortest one. ``nw = min(threads, groups)`` workers run in a ``prange``, worker
     ``w`` taking groups ``ng - 1 - w``, ``ng - 1 - w - nw``, ... (longest first), each with one
-    forward store for all its groups (allocated once per call rather than once per group).
-    Which worker runs a group changes nothing in its results."""
+    forward store and work buffer for all its groups, parts of ``scratch`` (``_scratch``;
+    contents ignored). Which worker runs a group changes nothing in its
+    results."""
     nt = len(lens)
     order = np.argsort(lens, kind="mergesort")
     ng = (nt + LANES - 1) // LANES
@@ -638,8 +652,9 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
     logz = np.zeros(nt)
     status = np.ones(nt, dtype=np.int64)
     nw = max(1, min(threads, ng))
-    fsize = _store_size(lq, lens.max()) if nt else 0
-    store = np.empty(nw * fsize, dtype=np.float32)
+    T = lens.max() if nt else 0
+    fsize = _store_size(lq, T)
+    size = fsize + _work_size(T)
     for w in prange(nw):
         for g in range(ng - 1 - w, -1, -nw):  # longest groups first
             # an empty lane (length 0: every load and store masked off) points at the longest
@@ -659,14 +674,32 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
                     gp[u] = oaddrs[k]
             lz = np.zeros(LANES)
             st = np.ones(LANES, dtype=np.int64)
-            _group(lq, qa, qb, tc, td, go, ga, gl, gp, local, store[w * fsize:(w + 1) * fsize],
-                   lz, st)
+            base = w * size
+            _group(lq, qa, qb, tc, td, go, ga, gl, gp, local, scratch[base:base + fsize],
+                   scratch[base + fsize:base + size], lz, st)
             for u in range(LANES):
                 p = g * LANES + u - skip
                 if p >= 0:
                     logz[order[p]] = lz[u]
                     status[order[p]] = st[u]
     return logz, status
+
+
+def _scratch(values: int) -> np.ndarray:
+    """A float32 buffer of at least ``values`` for this call's groups: the calling thread's kept
+    buffer when it is large enough, else a new one, kept when at most ``_SCRATCH_KEEP`` bytes.
+    Reusing it spares a call the page faults of fresh memory, which depend on what the process
+    allocated before (the DP benchmark's 32 targets of ~300 took 260 faults a call, now
+    none)."""
+    buf = getattr(_kept, "buf", None)
+    if buf is not None and buf.size >= values:
+        return buf
+    raw = np.empty(values + LANES, dtype=np.float32)  # from a 64-byte boundary (whole lines)
+    start = (-raw.ctypes.data % 64) // 4
+    buf = raw[start:start + values]
+    if 4 * values <= _SCRATCH_KEEP:
+        _kept.buf = buf
+    return buf
 
 
 def _store_bytes(lq: int, lt: np.ndarray) -> np.ndarray:
@@ -801,8 +834,12 @@ def _posteriors(
         goffs = np.concatenate(([0], np.cumsum(sub)[:-1])).astype(np.int64)
         addrs = np.array([mats[k].ctypes.data for k in idx], dtype=np.int64)
         oaddrs = np.array([out[k].ctypes.data for k in idx], dtype=np.int64)
+        threads = numba.get_num_threads()
+        workers = max(1, min(threads, (len(idx) + LANES - 1) // LANES))
+        top = int(sub.max())
+        scratch = _scratch(workers * (_store_size(lq, top) + _work_size(top)))
         lz, st = _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, sub, oaddrs,
-                                   code == LOCAL, numba.get_num_threads())
+                                   code == LOCAL, threads, scratch)
         log_z[idx] = lz
         status[idx] = st
     for k in np.flatnonzero(status != 0):
