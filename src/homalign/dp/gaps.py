@@ -16,7 +16,7 @@ convention: open=11, extend=1 charges 12 for a one-residue gap).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
 
@@ -97,11 +97,8 @@ class GapCosts:
 
     @classmethod
     def zeros(cls, lq: int, lt: int) -> GapCosts:
-        """Free gaps (used by maximum-accuracy decoding). One shared (immutable) object per
-        shape: a search decodes every hit with them."""
-        if lq < 0 or lt < 0:
-            raise ValueError(f"lengths must be >= 0, got Lq={lq}, Lt={lt}")
-        return _zeros(cls, int(lq), int(lt))
+        """Free gaps (used by maximum-accuracy decoding)."""
+        return cls.from_vectors(lq, lt)
 
     # ---------------------------------------------------------------- views
     @property
@@ -175,8 +172,3 @@ class GapCosts:
     def scaled(self, factor: float) -> GapCosts:
         """All eight vectors multiplied by ``factor``."""
         return GapCosts(**{f.name: getattr(self, f.name) * np.float32(factor) for f in fields(self)})
-
-
-@lru_cache(maxsize=1024)
-def _zeros(cls: type[GapCosts], lq: int, lt: int) -> GapCosts:
-    return cls.from_vectors(lq, lt)
