@@ -298,7 +298,7 @@ def test_distillation_pulls_the_students_posteriors_towards_the_teachers() -> No
     student = _perturbed_model(4)
     base, _ = batch_loss(student, batch, aux_weight=0.0)
     same, _ = batch_loss(student, batch, aux_weight=0.0, teacher=student, distill_weight=5.0)
-    assert float(same) == pytest.approx(float(base), abs=1e-6)
+    assert float(same.detach()) == pytest.approx(float(base.detach()), abs=1e-6)
 
     teacher = _perturbed_model(5)
     S, gaps, _, _ = teacher(batch.q, batch.t)
