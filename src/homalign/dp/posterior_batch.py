@@ -72,7 +72,8 @@ to each target's ``P`` with masked stores. The groups are shared out over numba'
 (``prange``), longest first.
 
 Memory: a group keeps ``m`` and ``w`` of every row, ``(2 Lq + 3) (T + 17) x 64`` bytes (T: its
-longest target; one such store per thread, allocated once per call); a target for which that
+longest target; one such store per numba thread, in a scratch buffer the calling thread keeps
+between calls, up to 64 MiB: fresh memory page-faults); a target for which that
 exceeds ``GROUP_BYTES`` (256 MiB) takes the per-pair path, so no group exceeds it. A target of
 length 0 gets an empty ``P`` and the log partition of its alignments (local: 0; semiglobal: runs
 of query residues against gaps down the single column).
