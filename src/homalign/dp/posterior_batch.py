@@ -644,8 +644,7 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
     group is the shortest one. ``nw = min(threads, groups)`` workers run in a ``prange``, worker
     ``w`` taking groups ``ng - 1 - w``, ``ng - 1 - w - nw``, ... (longest first), each with one
     forward store and work buffer for all its groups, parts of ``scratch`` (``_scratch``;
-    contents ignored). Which worker runs a group changes nothing in its
-    results."""
+    contents ignored). Which worker runs a group changes nothing in its results."""
     nt = len(lens)
     order = np.argsort(lens, kind="mergesort")
     ng = (nt + LANES - 1) // LANES
