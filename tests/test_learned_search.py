@@ -155,11 +155,11 @@ def test_learned_fusion_scores_the_best_pssm_and_sw_candidates(db_and_query, mon
     pssm = iterative.iterative_search(query, db, 2, "pssm", evalue=math.inf, max_hits=None,
                                       prefilter=False, traceback=False)
     own = best_by_sw(query, db, cand, 4)
-    chosen = iterative.fusion_candidates("learned", cand, pssm, own)
+    chosen = iterative.fusion_candidates(cand, pssm, own)
     want = np.union1d([h.target_index for h in pssm[:5]], own)
     np.testing.assert_array_equal(chosen, want)
     assert 5 <= len(chosen) < len(db)
-    np.testing.assert_array_equal(iterative.fusion_candidates("pssm", cand, pssm, None),
+    np.testing.assert_array_equal(iterative.fusion_candidates(cand, pssm, None),
                                   cand)  # no batched ranking: every candidate
     fused = iterative.iterative_search(query, db, 2, "learned", evalue=math.inf, max_hits=None,
                                        prefilter=False, traceback=False)

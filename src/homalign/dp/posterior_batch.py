@@ -655,6 +655,8 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
     T = lens.max() if nt else 0
     fsize = _store_size(lq, T)
     size = fsize + _work_size(T)
+    if len(scratch) < nw * size:  # the caller sizes it by the same rule (_posteriors)
+        raise ValueError("posteriors_many: scratch buffer too small")
     for w in prange(nw):
         for g in range(ng - 1 - w, -1, -nw):  # longest groups first
             # an empty lane (length 0: every load and store masked off) points at the longest

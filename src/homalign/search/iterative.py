@@ -173,7 +173,7 @@ def iterative_search(
                   traceback=False, **pssm_opts)
     own = search(query, db, method=method, evalue=math.inf, max_hits=None,
                  candidates=(cand if target_msa is not None  # (measured without it only)
-                             else fusion_candidates(method, cand, pssm, own_cand)),
+                             else fusion_candidates(cand, pssm, own_cand)),
                  traceback=False, target_reps=target_reps, calibrated=False, **method_options)
     if target_msa is None:
         lists, weights = [own, pssm], [fusion_weight, 1.0 - fusion_weight]
@@ -198,18 +198,15 @@ ITERATIVE_KEYWORDS = frozenset(
     if par.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-def fusion_candidates(method: str, cand: np.ndarray, pssm: list,
-                      own: np.ndarray | None) -> np.ndarray:
-    """The candidates ``method`` ranks for the fusion: all of ``cand``, or for a method with a
-    batched ranking (``learned``) the PSSM round's best :data:`FUSION_RESCORE` (by E-value)
-    together with ``own``, those its own search ranks
+def fusion_candidates(cand: np.ndarray, pssm: list, own: np.ndarray | None) -> np.ndarray:
+    """The candidates the method ranks for the fusion: all of ``cand``, or for a method with a
+    batched ranking (``learned``; ``own`` is None for any other) the PSSM round's best
+    :data:`FUSION_RESCORE` (by E-value) together with ``own``, those its own search ranks
     (:func:`homalign.search.engine.candidates_of`: the database's best ``LEARNED_RESCORE`` by
     Smith-Waterman score). A target outside both needs a poor PSSM E-value and would need a
     learned one the single-sequence search never finds, to rank; it takes the method's worst
     E-value in :func:`homalign.search.hits.fuse_hits`."""
-    from homalign.search.engine import batched_ranking
-
-    if own is None or batched_ranking(method) is None or len(cand) <= FUSION_RESCORE:
+    if own is None or len(cand) <= FUSION_RESCORE:
         return cand
     best_pssm = np.array([h.target_index for h in pssm[:FUSION_RESCORE]], dtype=np.int64)
     return np.union1d(best_pssm, own)
