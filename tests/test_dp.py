@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import parasail
 import pytest
@@ -190,6 +192,51 @@ def test_bad_input_raises():
         GapCosts.from_vectors(3, 4, t_ins_open=np.zeros(4))
     with pytest.raises(ValueError, match="finite"):
         GapCosts.from_vectors(3, 4, q_ins_ext=[1.0, np.inf, 1.0])
+
+
+def _same_costs(a: GapCosts, b: GapCosts) -> None:
+    for f in fields(GapCosts):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        assert x.dtype == y.dtype == np.float32 and np.array_equal(x, y), f.name
+        assert not x.flags.writeable, f.name
+    for x, y in zip(a.kernel_vectors(), b.kernel_vectors(), strict=True):
+        assert np.array_equal(x, y)
+    assert a.constant_costs() == b.constant_costs()
+    assert a.nonnegative == b.nonnegative
+
+
+def test_shared_gap_costs_equal_their_copies():
+    rng = np.random.default_rng(3)
+    lq, lts = 7, [5, 1, 9, 0]
+    qo, qe = rng.random(lq).astype(np.float32), rng.random(lq).astype(np.float32)
+    to = [rng.random(n).astype(np.float32) - 0.2 for n in lts]
+    te = [rng.random(n).astype(np.float32) for n in lts]
+    many = GapCosts.query_against_many(qo, qe, to, te)
+    for g, a, b, n in zip(many, to, te, lts, strict=True):
+        _same_costs(g, GapCosts.from_vectors(lq, n, q_ins_open=qo, q_ins_ext=qe, t_del_open=a,
+                                              t_del_ext=b))
+    # constant query costs: constant_costs is computed per target, as for a copy
+    one = np.ones(lq, np.float32)
+    for g, n in zip(GapCosts.query_against_many(one, one, [np.ones(n) for n in lts],
+                                                [np.ones(n) for n in lts]), lts, strict=True):
+        _same_costs(g, GapCosts.from_vectors(lq, n, q_ins_open=one, q_ins_ext=one,
+                                              t_del_open=np.ones(n), t_del_ext=np.ones(n)))
+        assert g.constant_costs() is not None
+    qo[0] = 9.0  # the inputs were copied
+    assert many[0].q_ins_open[0] != 9.0
+    for lq2, lt2 in ((4, 6), (1, 0), (0, 3), (3000, 2)):
+        _same_costs(GapCosts.zeros(lq2, lt2), GapCosts.from_vectors(lq2, lt2))
+    # the same checks as one GapCosts at a time
+    with pytest.raises(ValueError, match="finite"):
+        GapCosts.query_against_many(qo, qe, [to[0], np.array([np.nan])], [te[0], np.ones(1)])
+    with pytest.raises(ValueError, match=r"t_del_ext\[1\] must be a vector of the target's length 1"):
+        GapCosts.query_against_many(qo, qe, to[:2], [te[0], np.ones(2)])
+    with pytest.raises(ValueError, match=r"t_del_open\[0\] must be a vector"):
+        GapCosts.query_against_many(qo, qe, [np.ones((2, 2))], [np.ones(2)])
+    with pytest.raises(ValueError, match="q_ins_ext must have length 7"):
+        GapCosts.query_against_many(qo, qe[:3], to, te)
+    with pytest.raises(ValueError, match="lengths must be"):
+        GapCosts.zeros(-1, 2)
 
 
 def test_forbidden_pairs_with_minus_inf():

@@ -15,6 +15,7 @@ convention: open=11, extend=1 charges 12 for a one-residue gap).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 
@@ -27,6 +28,20 @@ KernelCosts = tuple[
     np.ndarray, np.ndarray, np.ndarray, np.ndarray,
     np.ndarray, np.ndarray, np.ndarray, np.ndarray,
 ]
+
+
+_ZEROS = np.zeros(0, dtype=np.float32)
+
+
+def _zeros(n: int) -> np.ndarray:
+    """A shared read-only float32 zero vector of at least ``n`` entries (grown on demand)."""
+    global _ZEROS
+    z = _ZEROS
+    if z.shape[0] < n:
+        z = np.zeros(max(n, 2 * z.shape[0], 1024), dtype=np.float32)
+        z.setflags(write=False)
+        _ZEROS = z
+    return z
 
 
 def _vector(name: str, value: object, length: int) -> np.ndarray:
@@ -97,8 +112,74 @@ class GapCosts:
 
     @classmethod
     def zeros(cls, lq: int, lt: int) -> GapCosts:
-        """Free gaps (used by maximum-accuracy decoding)."""
-        return cls.from_vectors(lq, lt)
+        """Free gaps (used by maximum-accuracy decoding): views of one shared read-only zero
+        vector, no copy per call."""
+        if lq < 0 or lt < 0:
+            raise ValueError(f"lengths must be >= 0, got Lq={lq}, Lt={lt}")
+        z = _zeros(max(lq, lt) + 1)
+        g = cls._shared(z[:lq], z[:lq], z[:lt + 1], z[:lt + 1], z[:lt], z[:lt], z[:lq + 1],
+                        z[:lq + 1])
+        g.__dict__["nonnegative"] = True
+        g.__dict__["_constant_costs"] = (0.0, 0.0, 0.0, 0.0)
+        return g
+
+    @classmethod
+    def query_against_many(cls, q_ins_open: object, q_ins_ext: object,
+                           t_del_open: Sequence[object], t_del_ext: Sequence[object]
+                           ) -> list[GapCosts]:
+        """``[from_vectors(Lq, Lt_k, q_ins_open=..., q_ins_ext=..., t_del_open=t_del_open[k],
+        t_del_ext=t_del_ext[k]) for each k]`` (the learned aligner's gap structure, one query
+        against many targets), the same values and checks, but the query's vectors and the zero
+        vectors are validated once and shared read-only, and the targets' are views of one
+        validated copy: no eight copies per target."""
+        n = len(t_del_open)
+        if len(t_del_ext) != n:
+            raise ValueError(f"t_del_open and t_del_ext differ in length: {n} and "
+                             f"{len(t_del_ext)}")
+        qo = np.asarray(q_ins_open, dtype=np.float32).reshape(-1)
+        lq = qo.shape[0]
+        qo, qe = _vector("q_ins_open", qo, lq), _vector("q_ins_ext", q_ins_ext, lq)
+        opens = [np.asarray(v, dtype=np.float32) for v in t_del_open]
+        exts = [np.asarray(v, dtype=np.float32) for v in t_del_ext]
+        lts = [int(v.shape[0]) if v.ndim == 1 else -1 for v in opens]
+        for k, (a, b, lt) in enumerate(zip(opens, exts, lts, strict=True)):
+            for name, v in (("t_del_open", a), ("t_del_ext", b)):
+                if v.ndim != 1 or v.shape[0] != lt:
+                    raise ValueError(f"GapCosts.{name}[{k}] must be a vector of the target's "
+                                     f"length {max(lt, 0)}, got shape {v.shape}")
+        total = sum(lts)
+        to = _vector("t_del_open", np.concatenate(opens or [_zeros(0)]), total)
+        te = _vector("t_del_ext", np.concatenate(exts or [_zeros(0)]), total)
+        z = _zeros(max([lq, *lts]) + 1)
+        q_sum = qo + qe
+        t_sum = to + te
+        for v in (q_sum, t_sum):
+            v.setflags(write=False)
+        q_const = lq <= 1 or (qo.min() == qo.max() and qe.min() == qe.max())
+        q_nonneg = bool((qo >= 0).all() and (qe >= 0).all())
+        out, s = [], 0
+        for lt in lts:
+            a, b = s, s + lt
+            g = cls._shared(qo, qe, z[:lt + 1], z[:lt + 1], to[a:b], te[a:b], z[:lq + 1],
+                            z[:lq + 1])
+            g.__dict__["_kernel_vectors"] = (q_sum, qe, z[:lt + 1], z[:lt + 1], t_sum[a:b],
+                                             te[a:b], z[:lq + 1], z[:lq + 1])
+            if not q_const:
+                g.__dict__["_constant_costs"] = None
+            if not q_nonneg:
+                g.__dict__["nonnegative"] = False
+            out.append(g)
+            s = b
+        return out
+
+    @classmethod
+    def _shared(cls, *vectors: np.ndarray) -> GapCosts:
+        """A GapCosts of eight already validated read-only float32 vectors (in field order),
+        stored as given, not copied."""
+        g = object.__new__(cls)
+        for f, v in zip(fields(cls), vectors, strict=True):
+            object.__setattr__(g, f.name, v)
+        return g
 
     # ---------------------------------------------------------------- views
     @property

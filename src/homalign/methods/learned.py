@@ -290,10 +290,9 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     from homalign.dp.batch import align_batch
 
     model, _meta = _model(ALIGN_WEIGHTS)
-    e_q = model.embed(query.codes)
     _smodel, smeta = _model(SEARCH_WEIGHTS)
     codes = [t.codes for t in targets]
-    embs = model.embed_many(codes)
+    e_q, *embs = model.embed_many([query.codes, *codes])  # the query in the targets' rows
     scored = model.score_many(query.codes, e_q, codes, embs)
     n = len(targets)
     posteriors: list[np.ndarray | None] = [None] * n

@@ -27,7 +27,9 @@ class ConvBlock(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         # padded positions must stay zero (as the conv's own zero padding of a lone sequence)
-        h = (self.norm(x) * mask).transpose(1, 2)
+        # the conv reads a contiguous (B, dim, L) copy: on a transposed view oneDNN runs ~4x
+        # slower (the same bits)
+        h = (self.norm(x) * mask).transpose(1, 2).contiguous()
         h = self.conv(h).transpose(1, 2)
         return (x + self.drop(nn.functional.gelu(h))) * mask
 

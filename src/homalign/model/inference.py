@@ -96,24 +96,24 @@ class ClosedFormScores:
 
     def many(self, q: QuerySide, codes: list[np.ndarray], embeddings: list[np.ndarray]
              ) -> list[tuple[np.ndarray, GapCosts]]:
-        """(S float32 (Lq, Lt), GapCosts) of the query against each target (embeddings (Lt, D));
-        the targets' gap costs in one product."""
+        """(S float32 (Lq, Lt), GapCosts) of the query against each target (embeddings (Lt, D)):
+        the targets packed back to back, their gap costs in one product, each ``S`` one matrix
+        product and one table lookup (per target: the same rounding in any batch)."""
         if not codes:
             return []
         E = [np.ascontiguousarray(e, dtype=np.float32).reshape(len(c), -1)
              for c, e in zip(codes, embeddings, strict=True)]
         o, x = self.gap_costs(np.concatenate(E))
-        out, s = [], 0
+        lens = [len(c) for c in codes]
+        ends = np.cumsum(lens).tolist()
+        gaps = GapCosts.query_against_many(q.open, q.extend,
+                                           np.split(o, ends[:-1]), np.split(x, ends[:-1]))
+        out = []
         with one_blas_thread():
-            for c, e in zip(codes, E, strict=True):
-                n = len(c)
+            for c, e, g in zip(codes, E, gaps, strict=True):
                 S = q.A @ e.T
                 S += q.columns[np.asarray(c, dtype=np.int64)].T
-                gaps = GapCosts.from_vectors(len(q.open), n, q_ins_open=q.open,
-                                             q_ins_ext=q.extend, t_del_open=o[s:s + n],
-                                             t_del_ext=x[s:s + n])
-                out.append((np.ascontiguousarray(S, dtype=np.float32), gaps))
-                s += n
+                out.append((np.ascontiguousarray(S, dtype=np.float32), g))
         return out
 
 
