@@ -29,11 +29,11 @@ from homalign.threads import one_blas_thread
 @dataclass(frozen=True)
 class QuerySide:
     """What scoring a query against any target needs: ``A = e W`` (Lq, D), its rows of
-    ``scale * M`` stored by target residue (K, Lq: ``columns[b]`` is every query position's score
-    against residue ``b``) and its gap costs (Lq,) each."""
+    ``scale * M`` (Lq, K: ``rows[:, b]`` is every query position's score against residue ``b``)
+    and its gap costs (Lq,) each."""
 
     A: np.ndarray
-    columns: np.ndarray
+    rows: np.ndarray
     open: np.ndarray
     extend: np.ndarray
 
@@ -92,7 +92,8 @@ class ClosedFormScores:
                                      f"rows of {self.matrix.shape[0]} residue columns")
                 rows = prof @ self.matrix
         o, x = self.gap_costs(e)
-        return QuerySide(np.ascontiguousarray(A), np.ascontiguousarray(rows.T), o, x)
+        return QuerySide(np.ascontiguousarray(A), np.ascontiguousarray(rows, dtype=np.float32),
+                         o, x)
 
     def many(self, q: QuerySide, codes: list[np.ndarray], embeddings: list[np.ndarray]
              ) -> list[tuple[np.ndarray, GapCosts]]:
@@ -112,7 +113,7 @@ class ClosedFormScores:
         with one_blas_thread():
             for c, e, g in zip(codes, E, gaps, strict=True):
                 S = q.A @ e.T
-                S += q.columns[np.asarray(c, dtype=np.int64)].T
+                S += np.take(q.rows, np.asarray(c, dtype=np.int64), axis=1)  # (Lq, Lt)
                 out.append((np.ascontiguousarray(S, dtype=np.float32), g))
         return out
 
