@@ -382,6 +382,8 @@ def _scan_kernel(P: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
         ids = np.empty(longest, dtype=np.int32)  # the target's k-mer ids (-1: B, Z or X)
         high = np.empty(longest, dtype=np.int32)  # the largest code in each k-mer
         js = np.empty(longest, dtype=np.int32)  # the target positions whose k-mer has hits
+        hs = np.empty(longest, dtype=np.int64)  # and their words' ranges in the table
+        he = np.empty(longest, dtype=np.int64)
         for t in range(c * chunk, min(n_seqs, (c + 1) * chunk)):
             a = db_offsets[t]
             Lt = db_offsets[t + 1] - a
@@ -414,10 +416,13 @@ def _scan_kernel(P: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
             for j in range(nk):
                 js[n] = j
                 n += has[ids[j]]
+            for u in range(n):  # the hits' table ranges first: no dependent loads below
+                w = ids[js[u]]
+                hs[u] = tab_start[w]
+                he[u] = tab_start[w + 1]
             for u in range(n):
                 j = js[u]
-                w = ids[j]
-                for h in range(tab_start[w], tab_start[w + 1]):
+                for h in range(hs[u], he[u]):
                     i = tab_pos[h]
                     sc = _scan_hit(last, j - i + Lq - 1, i, j, P, tseq, k, window,
                                    one_hit, xdrop)
