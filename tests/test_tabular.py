@@ -167,3 +167,31 @@ def test_outfmt_conflicts_with_other_formats(files, capsys):
     assert main(["align", str(q), str(t), "--method", "sw", "--format", "pair", "--outfmt",
                  "6 qseqid"]) == 2
     assert "--outfmt" in capsys.readouterr().err
+
+
+def test_blast_fields_for_some_columns_equal_the_full_record():
+    """The fields a column subset skips (gapped strings, positives) change nothing else, and the
+    alignment length and gap count come from the pairs as from the gapped strings."""
+    import numpy as np
+
+    from homalign.alignment import Alignment
+    from homalign.report import blast_fields
+
+    rng = np.random.default_rng(5)
+    aa = "ACDEFGHIKLMNPQRSTVWY"
+    for _ in range(200):
+        q = "".join(rng.choice(list(aa), int(rng.integers(1, 40))))
+        t = "".join(rng.choice(list(aa), int(rng.integers(1, 40))))
+        n = int(rng.integers(0, min(len(q), len(t)) + 1))
+        qi = np.sort(rng.choice(len(q), n, replace=False))
+        ti = np.sort(rng.choice(len(t), n, replace=False))
+        aln = Alignment("q", "t", q, t, np.stack([qi, ti], axis=1), score=1.0,
+                        method="sw")
+        full = blast_fields(aln)
+        qa, ta = aln.gapped()
+        assert full["length"] == len(qa) == len(ta)
+        assert full["gaps"] == qa.count("-") + ta.count("-")
+        assert (full["qseq"], full["sseq"]) == (qa, ta)
+        some = blast_fields(aln, columns=BLAST_TAB_COLUMNS)
+        assert "qseq" not in some and "positive" not in some
+        assert all(some[c] == full[c] for c in BLAST_TAB_COLUMNS)

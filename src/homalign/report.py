@@ -103,34 +103,42 @@ def tabular_hit(aln: Alignment, evalue: float | None = None, bits: float | None 
 
 def blast_fields(aln: Alignment, *, query_id: str | None = None, target_id: str | None = None,
                  evalue: float | None = None, bits: float | None = None,
-                 score: float | None = None) -> dict[str, Any]:
+                 score: float | None = None,
+                 columns: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Every BLAST ``-outfmt 6`` field of :data:`homalign.io.blast_tab.OUTFMT_FIELDS` for an
     alignment (E-value / bits: the given ones, else the alignment's, else None = not computed;
-    ``score``: the given one, e.g. a search hit's ranking score, else the alignment's)."""
-    qa, ta = aln.gapped()
-    cols = len(qa)
+    ``score``: the given one, e.g. a search hit's ranking score, else the alignment's).
+    ``columns``: the fields needed, when not all: the gapped strings (``qseq``, ``sseq``) and
+    the positives (``positive``, ``ppos``) are computed only for them (a search writes every hit)."""
     qs, qe = aln.query_span
     ts, te = aln.target_span
+    n = aln.length
+    # columns of the aligned region: its pairs and the residues of either side between them
+    cols = (qe - qs) + (te - ts) - n if n else 0
     ident = aln.n_identical
-    m = substitution_matrix("BLOSUM62")
-    p = aln.pairs  # the aligned (non-gap) columns
-    positive = int((m[encode(aln.query)[p[:, 0]], encode(aln.target)[p[:, 1]]] > 0).sum()
-                   ) if len(p) else 0
     qid = aln.query_id if query_id is None else query_id
     tid = aln.target_id if target_id is None else target_id
     ev = aln.evalue if evalue is None else evalue
     bs = aln.bits if bits is None else bits
-    return {
+    out = {
         "qseqid": qid, "qacc": qid, "qaccver": qid, "sseqid": tid, "sacc": tid, "saccver": tid,
         "pident": 100.0 * ident / cols if cols else 0.0, "length": cols,
-        "mismatch": aln.length - ident, "gapopen": aln.n_gap_opens,
-        "gaps": qa.count("-") + ta.count("-"), "nident": ident, "positive": positive,
-        "ppos": 100.0 * positive / cols if cols else 0.0,
+        "mismatch": n - ident, "gapopen": aln.n_gap_opens, "gaps": cols - n, "nident": ident,
         "qstart": qs + 1, "qend": qe, "sstart": ts + 1, "send": te,
-        "qlen": len(aln.query), "slen": len(aln.target), "qseq": qa, "sseq": ta,
+        "qlen": len(aln.query), "slen": len(aln.target),
         "evalue": ev, "bitscore": bs, "score": aln.score if score is None else score,
         "qcovhsp": 100.0 * (qe - qs) / len(aln.query) if len(aln.query) else 0.0,
     }
+    if columns is None or "qseq" in columns or "sseq" in columns:
+        out["qseq"], out["sseq"] = aln.gapped()
+    if columns is None or "positive" in columns or "ppos" in columns:
+        m = substitution_matrix("BLOSUM62")
+        p = aln.pairs  # the aligned (non-gap) columns
+        positive = int((m[encode(aln.query)[p[:, 0]], encode(aln.target)[p[:, 1]]] > 0).sum()
+                       ) if len(p) else 0
+        out["positive"] = positive
+        out["ppos"] = 100.0 * positive / cols if cols else 0.0
+    return out
 
 
 def format_tabular(aln: Alignment, columns: tuple[str, ...], **kw: Any) -> str:
@@ -140,7 +148,7 @@ def format_tabular(aln: Alignment, columns: tuple[str, ...], **kw: Any) -> str:
 
     if len(aln.pairs) == 0:
         return ""
-    return format_fields(blast_fields(aln, **kw), columns)
+    return format_fields(blast_fields(aln, columns=columns, **kw), columns)
 
 
 def _json_number(x: Any) -> Any:
