@@ -6,8 +6,9 @@
 Each command writes BLAST-style tabular hits with alignments (``homalign search --format tab``
 traces every reported hit back; ``blastp -outfmt 6``), E <= 10, at each thread count;
 ``METHOD@N`` runs N search rounds (``--iterations N``; ``psiblast@N``: ``-num_iterations N``). A run of
-one query gives the start-up cost (imports, weights, compiled-code cache); the per-query cost is
-(time of all queries - time of one) / (queries - 1). ``DBDIR`` is a ``homalign makedb`` directory of
+as many queries as threads gives the start-up cost (imports, weights, compiled-code cache, and at
+T threads the start of homalign's T worker processes, one query each; one query would run in
+the parent alone); the per-query cost is (time of all queries - that time) / (queries - T). ``DBDIR`` is a ``homalign makedb`` directory of
 the FASTA file behind ``BLASTDB`` (``makeblastdb -dbtype prot``). ``--queries`` is a FASTA file,
 or a list of database ids (e.g. ``$HOMALIGN_DATA/scope/dev-queries.txt``) of which ``--limit``
 evenly spaced ones are taken. The CSV has one row per
@@ -80,18 +81,20 @@ def main(argv: list[str] | None = None) -> int:
         qs = read_sequences(queries)
         if len(qs) < 2:
             raise SystemExit("--queries needs at least two sequences")
-        one = Path(tmp) / "one.fa"
-        one.write_text(f">{qs[0].id}\n{qs[0].residues}\n")
         for threads in [int(t) for t in args.threads.split(",")]:
+            if len(qs) <= threads:
+                raise SystemExit(f"--queries needs more than {threads} sequences (--threads)")
+            first = Path(tmp) / f"first-{threads}.fa"
+            first.write_text("".join(f">{q.id}\n{q.residues}\n" for q in qs[:threads]))
             for method in ["blastp", *args.methods.split(",")]:
                 hits = Path(tmp) / f"{method}-{threads}.tsv"
-                wall1, cpu1 = _timed(_command(method, one, args, threads, hits))
+                wall1, cpu1 = _timed(_command(method, first, args, threads, hits))
                 wall, cpu = _timed(_command(method, queries, args, threads, hits))
                 n_hits = sum(1 for _ in open(hits))
                 rows.append({"method": method, "threads": threads, "queries": len(qs),
                              "hits": n_hits, "seconds": round(wall, 2),
                              "cpu_seconds": round(cpu, 2), "startup_seconds": round(wall1, 2),
-                             "per_query_ms": round(1000 * (wall - wall1) / (len(qs) - 1), 1)})
+                             "per_query_ms": round(1000 * (wall - wall1) / (len(qs) - threads), 1)})
                 print(rows[-1], file=sys.stderr)
     by = {(r["method"], r["threads"]): r for r in rows}
     for r in rows:
