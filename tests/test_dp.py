@@ -233,6 +233,8 @@ def test_shared_gap_costs_equal_their_copies():
         GapCosts.query_against_many(qo, qe, to[:2], [te[0], np.ones(2)])
     with pytest.raises(ValueError, match=r"t_del_open\[0\] must be a vector"):
         GapCosts.query_against_many(qo, qe, [np.ones((2, 2))], [np.ones(2)])
+    with pytest.raises(ValueError, match="q_ins_open must be a vector"):
+        GapCosts.query_against_many(np.ones((2, 2)), qe, to, te)
     with pytest.raises(ValueError, match="q_ins_ext must have length 7"):
         GapCosts.query_against_many(qo, qe[:3], to, te)
     with pytest.raises(ValueError, match="lengths must be"):

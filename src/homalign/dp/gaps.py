@@ -136,7 +136,9 @@ class GapCosts:
         if len(t_del_ext) != n:
             raise ValueError(f"t_del_open and t_del_ext differ in length: {n} and "
                              f"{len(t_del_ext)}")
-        qo = np.asarray(q_ins_open, dtype=np.float32).reshape(-1)
+        qo = np.asarray(q_ins_open, dtype=np.float32)
+        if qo.ndim != 1:
+            raise ValueError(f"GapCosts.q_ins_open must be a vector, got shape {qo.shape}")
         lq = qo.shape[0]
         qo, qe = _vector("q_ins_open", qo, lq), _vector("q_ins_ext", q_ins_ext, lq)
         opens = [np.asarray(v, dtype=np.float32) for v in t_del_open]
