@@ -84,6 +84,27 @@ def test_find_homologs_returns_the_hit_region_with_flanks(family):
         find_homologs(family["x"], family["db"], max_homologs=-1)
 
 
+def test_homologues_of_several_sequences_are_each_ones_own(family, monkeypatch):
+    """``find_homologs_many`` scans the sequences not cached together, once, and returns what
+    ``find_homologs`` finds for each."""
+    from homalign.search import homologs, prefilter
+
+    seqs = [family["x"], family["y"], family["x"]]
+    homologs._HOMOLOG_CACHE.clear()
+    prefilter._RECENT.clear()
+    calls = []
+    scan = prefilter._scan
+    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append(len(a[0])) or scan(*a))
+    got = homologs.find_homologs_many(seqs, family["db"], max_homologs=3, flank=5)
+    assert calls == [2]
+    homologs._HOMOLOG_CACHE.clear()
+    prefilter._RECENT.clear()
+    want = [find_homologs(s, family["db"], max_homologs=3, flank=5) for s in seqs]
+    assert [[(z.id, z.residues) for z in h] for h in got] == \
+        [[(z.id, z.residues) for z in h] for h in want]
+    assert got[0] and got[0] == got[2]
+
+
 def test_learned_with_homologs_is_the_transformed_posterior_decoded(family):
     x, y, db = family["x"], family["y"], family["db"]
     a = homalign.align(x, y, method="learned", homologs=db)

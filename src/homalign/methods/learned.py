@@ -414,9 +414,8 @@ def consistent_posterior(model: Any, query: Sequence, target: Sequence, db: Any,
     inter: list[Sequence] = []
     from homalign.database_search import current
 
-    find_homologs = current().find_homologs
-    for z in (find_homologs(query, db, max_homologs, evalue)
-              + find_homologs(target, db, max_homologs, evalue)):
+    of_query, of_target = current().find_homologs_many([query, target], db, max_homologs, evalue)
+    for z in of_query + of_target:
         if all(z.residues != w.residues for w in inter):
             inter.append(z)
     embedded: dict[str, Any] = {}

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from homalign.methods import get_method
 from homalign.methods.learned import HOMOLOG_EVALUE, HOMOLOG_FLANK, MAX_HOMOLOGS
 from homalign.search.database import open_database
 from homalign.search.engine import search
+from homalign.search.prefilter import prefilter_scores_many
 from homalign.sequence import Sequence
 
 #: the k-mer prefilter of the homologue search (neighbourhood score, candidates): only hits with
 #: E < HOMOLOG_EVALUE count, and those share many k-mers with the sequence. On the 477 held-out
-#: train pairs (benchmarks/research/learned_consistency_heldout.py) pooled F1 / twilight 0.8263 /
-#: 0.7010 against 0.8265 / 0.7014 with the search default (11, 1,000), the homologue search
-#: 58 ms a sequence against 141 (20,000 UniProt sequences, one thread)
-HOMOLOG_PREFILTER = {"threshold": 13.0, "max_seqs": 100}
+#: train pairs (benchmarks/research/learned_consistency_heldout.py --max-homologs 4
+#: --thresholds 0.2 --prefilter T:100) pooled F1 / twilight 0.8256 / 0.6994 at 15 against
+#: 0.8263 / 0.7010 at 13 and 0.8265 / 0.7014 with the search default (11, 1,000); the scan of
+#: 20,000 UniProt sequences costs 16 ms a sequence at 15, 28 at 13, 88 at 11 (one thread)
+HOMOLOG_PREFILTER = {"threshold": 15.0, "max_seqs": 100}
 
 # (database object, homologues): the object is kept so that an id() reused by a new database
 # after the old one was freed can never return the old one's hits
@@ -37,28 +42,34 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
         raise ValueError(f"max_homologs must be >= 0, got {max_homologs}")
     if flank < 0:
         raise ValueError(f"flank must be >= 0, got {flank}")
-    if not hasattr(db, "codes"):
-        key_db = str(db)
-        if key_db not in _DB_CACHE:
-            _DB_CACHE[key_db] = open_database(key_db)
-        db = _DB_CACHE[key_db]
+    db = _opened(db)
     key = (id(db), seq.residues, max_homologs, float(evalue), flank)
     cached = _HOMOLOG_CACHE.get(key)
     if cached is None or cached[0] is not db:
         out: list[Sequence] = []
         if max_homologs > 0:
             hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10),
-                          prefilter_options=HOMOLOG_PREFILTER)
-            for h in hits:
-                if h.alignment is None or len(h.alignment.pairs) == 0:
-                    continue
-                j = h.alignment.pairs[:, 1]
-                lo, hi = max(0, int(j.min()) - flank), int(j.max()) + 1 + flank
-                region = h.alignment.target[lo:hi]
-                if region == seq.residues or any(region == z.residues for z in out):
-                    continue
-                out.append(Sequence(f"{h.target_id}/{lo + 1}-{min(hi, len(h.alignment.target))}",
-                                    region))
+                          prefilter_options=HOMOLOG_PREFILTER, traceback=False)
+            # traced back a few at a time, best first, until enough distinct regions (the
+            # search's own traceback kernel: the same alignments, for the hits that are used)
+            align_hits = get_method("sw").align_hits
+            step = max_homologs + 2
+            for g in range(0, len(hits), step):
+                batch = hits[g:g + step]
+                alns = align_hits(seq, [db.sequence(h.target_index) for h in batch],
+                                  np.array([h.score for h in batch]))
+                for h, aln in zip(batch, alns, strict=True):
+                    if len(aln.pairs) == 0:
+                        continue
+                    j = aln.pairs[:, 1]
+                    lo, hi = max(0, int(j.min()) - flank), int(j.max()) + 1 + flank
+                    region = aln.target[lo:hi]
+                    if region == seq.residues or any(region == z.residues for z in out):
+                        continue
+                    out.append(Sequence(f"{h.target_id}/{lo + 1}-{min(hi, len(aln.target))}",
+                                        region))
+                    if len(out) == max_homologs:
+                        break
                 if len(out) == max_homologs:
                     break
         if len(_HOMOLOG_CACHE) > 4096:
@@ -68,4 +79,29 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
     return cached[1]
 
 
-__all__ = ["find_homologs"]
+def find_homologs_many(seqs: list[Sequence], db: Any, max_homologs: int = MAX_HOMOLOGS,
+                       evalue: float = HOMOLOG_EVALUE, flank: int = HOMOLOG_FLANK
+                       ) -> list[list[Sequence]]:
+    """:func:`find_homologs` of each sequence, the same regions; the k-mer scans of those not
+    cached go through the database together (:func:`prefilter_scores_many`: one pass for up to
+    eight, as a pair of ``learned-homologs`` needs two)."""
+    db = _opened(db)
+    new = [s for s in seqs
+           if (id(db), s.residues, max_homologs, float(evalue), flank) not in _HOMOLOG_CACHE]
+    if max_homologs > 0 and len(new) > 1:
+        scan = {k: v for k, v in HOMOLOG_PREFILTER.items() if k not in ("max_seqs", "min_score")}
+        prefilter_scores_many([s.codes for s in new], db, **scan)
+    return [find_homologs(s, db, max_homologs, evalue, flank) for s in seqs]
+
+
+def _opened(db: Any) -> Any:
+    """``db`` itself if it is a ``SequenceDB``, else the path opened once per process."""
+    if hasattr(db, "codes"):
+        return db
+    key_db = str(db)
+    if key_db not in _DB_CACHE:
+        _DB_CACHE[key_db] = open_database(key_db)
+    return _DB_CACHE[key_db]
+
+
+__all__ = ["find_homologs", "find_homologs_many"]
