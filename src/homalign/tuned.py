@@ -112,7 +112,7 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "Consistency through database homologues"),
         Tuned("homalign.search.homologs:HOMOLOG_PREFILTER", {"threshold": 15.0, "max_seqs": 50},
               f"{_HELDOUT_PAIRS}: pooled F1 / twilight 0.8256 / 0.6994 vs 0.8263 / 0.7010 at "
-              "(13, 100) and 0.8265 / 0.7014 with the search default (11, 1,000); 101 -> 69 ms "
+              "(13, 100) and 0.8265 / 0.7014 with the search default (11, 1,000); 101 -> 70 ms "
               "a learned-homologs pair",
               "benchmarks/research/learned_consistency_heldout.py --max-homologs 4 "
               "--thresholds 0.2 --prefilter 15:50 (and 15:100, 13:100, 14:100, 17:100, 11:1000)",
