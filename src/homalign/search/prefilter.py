@@ -534,6 +534,8 @@ def prefilter_scores_many(queries: list[np.ndarray], db, *, matrix: str = "BLOSU
 def _scan(qs: list[np.ndarray], db, matrix: str, threshold: float, window: int, two_hit: bool,
           xdrop: float, profiles: list[np.ndarray | None]) -> np.ndarray:
     """(len(qs), len(db)) scores of at most 8 queries in one pass over the database."""
+    if not 0 < len(qs) <= SCAN_GROUP:
+        raise ValueError(f"one scan takes 1 to {SCAN_GROUP} queries, got {len(qs)}")
     k = db.k
     Ps, tabs, poss = [], [], []
     for q, profile in zip(qs, profiles, strict=True):
