@@ -8,6 +8,7 @@ import pytest
 
 import homalign
 from homalign.cli import main
+from homalign.methods.learned import HOMOLOG_EVALUE
 from homalign.model import load_bundled
 from homalign.model.consistency import CONSISTENCY_THRESHOLD, consistency_transform
 from homalign.model.decode import mea_align, posterior_matrix
@@ -82,6 +83,53 @@ def test_find_homologs_returns_the_hit_region_with_flanks(family):
     assert find_homologs(family["x"], family["db"], max_homologs=0) == []
     with pytest.raises(ValueError, match="max_homologs"):
         find_homologs(family["x"], family["db"], max_homologs=-1)
+
+
+def test_homologue_regions_are_the_spans_of_the_searchs_own_tracebacks(monkeypatch):
+    """Only the hits that are kept are traced back, a few at a time; the regions are still the
+    spans (plus flank) of the alignments a traced-back search reports, distinct, best first,
+    past duplicates and over more than one batch."""
+    from homalign.search import homologs
+    from homalign.search.engine import search
+
+    rng = np.random.default_rng(8)
+    anc = random_protein(rng, 120)
+    x = Sequence("x", mutate(rng, anc, 0.2))
+    seqs = []
+    for k in range(9):
+        core = mutate(rng, anc, 0.05 + 0.04 * k)
+        seqs.append(Sequence(f"z{k}", random_protein(rng, 40) + core + random_protein(rng, 40)))
+    # copies of the two best: the first batch holds too few distinct regions
+    seqs += [Sequence(f"dup0{k}", seqs[0].residues) for k in range(3)]
+    seqs += [Sequence(f"dup1{k}", seqs[1].residues) for k in range(2)]
+    seqs += [Sequence(f"u{k}", random_protein(rng, 150)) for k in range(20)]
+    db = SequenceDB.from_sequences(seqs)
+    batches = []
+    real = homologs.get_method
+
+    class Counted:
+        def __init__(self, name):
+            self.method = real(name)
+
+        def align_hits(self, query, targets, *args, **kwargs):
+            batches.append(len(targets))
+            return self.method.align_hits(query, targets, *args, **kwargs)
+
+    monkeypatch.setattr(homologs, "get_method", Counted)
+    for max_homologs, flank in ((3, 5), (6, 0)):
+        want = []
+        for h in search(x, db, method="sw", evalue=HOMOLOG_EVALUE, max_hits=4 * max_homologs,
+                        prefilter_options=homologs.HOMOLOG_PREFILTER):
+            j = h.alignment.pairs[:, 1]
+            lo, hi = max(0, int(j.min()) - flank), int(j.max()) + 1 + flank
+            region = h.alignment.target[lo:hi]
+            if region not in want and len(want) < max_homologs:
+                want.append(region)
+        batches.clear()
+        got = find_homologs(x, db, max_homologs=max_homologs, flank=flank)
+        assert [z.residues for z in got] == want
+        assert len(want) == max_homologs
+        assert len(batches) == 2 and batches[0] == max_homologs + 2  # a second was needed
 
 
 def test_homologues_of_several_sequences_are_each_ones_own(family, monkeypatch):
