@@ -133,18 +133,20 @@ def test_homologue_regions_are_the_spans_of_the_searchs_own_tracebacks(monkeypat
 
 
 def test_homologues_of_several_sequences_are_each_ones_own(family, monkeypatch):
-    """``find_homologs_many`` scans the sequences not cached together, once, and returns what
-    ``find_homologs`` finds for each."""
+    """``find_homologs_many`` prefilters each sequence not cached once (the shipped homologue
+    prefilter walks the database's 4-mer index) and returns what ``find_homologs`` finds for
+    each."""
     from homalign.search import homologs, prefilter
 
     seqs = [family["x"], family["y"], family["x"]]
     homologs._HOMOLOG_CACHE.clear()
     prefilter._RECENT.clear()
     calls = []
-    scan = prefilter._scan
-    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append(len(a[0])) or scan(*a))
+    walk, scan = prefilter._walk, prefilter._scan
+    monkeypatch.setattr(prefilter, "_walk", lambda *a: calls.append(a[2]) or walk(*a))
+    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append("scan") or scan(*a))
     got = homologs.find_homologs_many(seqs, family["db"], max_homologs=3, flank=5)
-    assert calls == [2]
+    assert calls == [4, 4]
     homologs._HOMOLOG_CACHE.clear()
     prefilter._RECENT.clear()
     want = [find_homologs(s, family["db"], max_homologs=3, flank=5) for s in seqs]

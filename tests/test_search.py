@@ -78,6 +78,11 @@ def test_kmer_index_postings_are_the_kmers():
         w = int(np.searchsorted(idx.start, h, side="right") - 1)
         t, p = int(idx.seq[h]), int(idx.pos[h])
         assert kmer_ids(db.codes_of(t)[p:p + 3], 3)[0] == w
+    # each word's postings in database order: by sequence, then position
+    for w in np.flatnonzero(np.diff(idx.start) > 1)[:500]:
+        a, b = idx.start[w], idx.start[w + 1]
+        key = idx.seq[a:b].astype(np.int64) * 100_000 + idx.pos[a:b]
+        assert (np.diff(key) > 0).all()
     # every indexable k-mer is indexed exactly once
     expected = sum(int((kmer_ids(db.codes_of(t), 3) >= 0).sum()) for t in range(len(db)))
     assert idx.n_postings == expected
@@ -288,3 +293,18 @@ def test_kmer_neighbourhoods_equal_the_full_enumeration(k: int, threshold: float
     start, nb = neighbourhoods("BLOSUM62", k, threshold)
     np.testing.assert_array_equal(start, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))))
     np.testing.assert_array_equal(nb, np.nonzero(keep)[1])
+
+
+def test_best_n_keeps_the_first_n_of_a_stable_descending_sort() -> None:
+    """The prefilter's cut to ``max_seqs``: a partition that picks exactly what a stable sort
+    would, ties at the cut going to the earliest targets."""
+    from homalign.search.prefilter import best_n
+
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        values = rng.integers(0, 6, size=int(rng.integers(1, 40))).astype(np.float32)
+        values[rng.random(len(values)) < 0.1] = np.inf
+        n = int(rng.integers(0, len(values) + 3))
+        ref = np.zeros(len(values), dtype=bool)
+        ref[np.argsort(-values, kind="stable")[:n]] = True
+        np.testing.assert_array_equal(best_n(values, n), ref)

@@ -241,20 +241,49 @@ def test_overflowing_cells_take_the_exact_path(proteins) -> None:
 @pytest.mark.parametrize("k", [3, 2, 4])  # 3: the default (its own k-mer loop), 2 and 4: generic
 def test_the_database_scan_prefilter_equals_the_indexed_one(proteins, two_hit: bool,
                                                             k: int) -> None:
-    from homalign.search.prefilter import prefilter_scores, prefilter_scores_indexed
+    from homalign.search.prefilter import prefilter_scores
 
     db = SequenceDB.from_sequences(proteins, k=k)
     threshold = {2: 8.0, 3: 11.0, 4: 15.0}[k]
     for q in proteins[:6] + [proteins[-1]]:
         a = prefilter_scores(q.codes, db, two_hit=two_hit, threshold=threshold)
-        b = prefilter_scores_indexed(q.codes, db, two_hit=two_hit, threshold=threshold)
+        b = prefilter_scores(q.codes, db, two_hit=two_hit, threshold=threshold, index=True)
         np.testing.assert_array_equal(a, b)
         assert a[db.index_of(q.id)] > 0 or len(q) < k
 
 
+@pytest.mark.parametrize("two_hit", [True, False])
+def test_the_index_walk_at_another_word_length_equals_the_scan_at_it(proteins,
+                                                                     two_hit: bool) -> None:
+    """``k=4`` on a database made with k = 3: the walk over a 4-mer index and the scan give the
+    same scores, for a sequence and for a profile; a 4-mer index is built once and never
+    pickled with the database."""
+    from homalign.matrices import substitution_matrix
+    from homalign.search.prefilter import prefilter_scores
+
+    db = SequenceDB.from_sequences(proteins)
+    assert db.k == 3
+    M = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
+    rng = np.random.default_rng(2)
+    for q in proteins[:5] + [proteins[-1]]:
+        profile = M[q.codes] + rng.normal(0.0, 1.0, (len(q), M.shape[1])).astype(np.float32)
+        for prof in (None, profile):
+            a = prefilter_scores(q.codes, db, k=4, threshold=16.0, two_hit=two_hit,
+                                 profile=prof)
+            b = prefilter_scores(q.codes, db, k=4, threshold=16.0, two_hit=two_hit,
+                                 profile=prof, index=True)
+            np.testing.assert_array_equal(a, b)
+            assert (a > 0).any() or len(q) < 4
+    index = db.kmer_index(4)
+    assert db.kmer_index(4) is index and index.k == 4 and db.index.k == 3
+    assert db.__getstate__()["cache"] == {}
+    with pytest.raises(ValueError, match="word length"):
+        prefilter_scores(proteins[0].codes, db, k=6)
+
+
 def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(proteins) -> None:
     """k-mers holding B, Z or X are never looked up (the index does not hold them)."""
-    from homalign.search.prefilter import prefilter_scores, prefilter_scores_indexed
+    from homalign.search.prefilter import prefilter_scores
     from homalign.sequence import Sequence
 
     rng = np.random.default_rng(11)
@@ -267,7 +296,7 @@ def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(protein
         db = SequenceDB.from_sequences(seqs, k=k)
         for q in seqs[:5]:
             np.testing.assert_array_equal(prefilter_scores(q.codes, db),
-                                          prefilter_scores_indexed(q.codes, db))
+                                          prefilter_scores(q.codes, db, index=True))
 
 
 @pytest.mark.parametrize("k", [3, 2])
@@ -365,11 +394,11 @@ def test_queries_scanned_together_score_as_each_alone(proteins, monkeypatch, k: 
     monkeypatch.setattr(pf, "_scan", lambda *a: calls.append(len(a[0])) or scan(*a))
     many = pf.prefilter_scores_many(qs, db, threshold=threshold)
     assert calls == [8, 3]
-    for q, row in zip(qs, many, strict=True):
-        np.testing.assert_array_equal(
-            row, pf.prefilter_scores_indexed(q, db, threshold=threshold))
     pf.prefilter_scores(qs[4], db, threshold=threshold)
     assert calls == [8, 3]
+    for q, row in zip(qs, many, strict=True):
+        np.testing.assert_array_equal(
+            row, pf.prefilter_scores(q, db, threshold=threshold, index=True))
     M = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
     rows = pf.prefilter_scores_many(qs[:3], db, threshold=threshold,
                                     profiles=[M[np.asarray(q)] for q in qs[:3]])
@@ -394,14 +423,14 @@ def test_a_repeated_scan_gives_the_same_scores_in_a_new_array(proteins, monkeypa
     a = pf.prefilter_scores(q.codes, db)
     a[:] = -1.0  # a caller may write into its array
     b = pf.prefilter_scores(q.codes, db)
-    np.testing.assert_array_equal(b, pf.prefilter_scores_indexed(q.codes, db))
+    np.testing.assert_array_equal(b, pf.prefilter_scores(q.codes, db, index=True))
     assert len(calls) == 1
     pf.prefilter_scores(q.codes, db, threshold=12.0)
     pf.prefilter_scores(q.codes, SequenceDB.from_sequences(proteins))
     pf.prefilter_scores(proteins[3].codes, db)
     assert len(calls) == 4
     np.testing.assert_array_equal(pf.prefilter_scores(q.codes, db, threshold=12.0),
-                                  pf.prefilter_scores_indexed(q.codes, db, threshold=12.0))
+                                  pf.prefilter_scores(q.codes, db, threshold=12.0, index=True))
     assert len(calls) == 5  # three scans since: the oldest was dropped
 
 

@@ -1,7 +1,8 @@
 """Held-out F1 of the learned aligner with consistency through database homologues (never dev).
 
     python benchmarks/research/learned_consistency_heldout.py --homologs DB [--max-homologs 2,4]
-        [--thresholds 0.15,0.2,0.3] [--evalues 1e-3,1e-2] [--prefilter 13:100]
+        [--thresholds 0.15,0.2,0.3] [--evalues 1e-3,1e-2]
+        [--prefilter k=4,threshold=20,max_seqs=50,two_hit=false,index=true]
 
 ``DB`` is a FASTA file or ``homalign makedb`` directory of unlabelled sequences, e.g. the 20,000
 UniProt sequences of Debian's mmseqs2-examples
@@ -30,8 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-homologs", default="0,2,4", help="comma-separated K per sequence")
     ap.add_argument("--thresholds", default="0.15,0.2,0.3", help="comma-separated MEA thresholds")
     ap.add_argument("--evalues", default="1e-3", help="comma-separated homologue E-value cuts")
-    ap.add_argument("--prefilter", metavar="THRESHOLD:CANDIDATES",
-                    help="the homologue search's k-mer prefilter (default: the shipped "
+    ap.add_argument("--prefilter", metavar="KEY=VALUE,...",
+                    help="the homologue search's k-mer prefilter options (k, threshold, "
+                         "max_seqs, two_hit, index; default: the shipped "
                          "homalign.search.homologs.HOMOLOG_PREFILTER)")
     args = ap.parse_args(argv)
     import torch
@@ -48,8 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.prefilter:
         from homalign.search import homologs
 
-        threshold, candidates = args.prefilter.split(":")
-        homologs.HOMOLOG_PREFILTER = {"threshold": float(threshold), "max_seqs": int(candidates)}
+        types = {"k": int, "threshold": float, "max_seqs": int,
+                 "two_hit": lambda v: v.lower() == "true", "index": lambda v: v.lower() == "true", "window": int, "xdrop": float}
+        homologs.HOMOLOG_PREFILTER = {
+            key: types[key](value)
+            for key, value in (item.split("=") for item in args.prefilter.split(","))}
     db = open_database(args.homologs)
     ks = [int(k) for k in args.max_homologs.split(",")]
     thresholds = [float(t) for t in args.thresholds.split(",")]

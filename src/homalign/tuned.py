@@ -110,13 +110,17 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               f"{_HELDOUT_PAIRS} (0.15-0.2 best)",
               "benchmarks/research/learned_consistency_heldout.py",
               "Consistency through database homologues"),
-        Tuned("homalign.search.homologs:HOMOLOG_PREFILTER", {"threshold": 15.0, "max_seqs": 50},
-              f"{_HELDOUT_PAIRS}: pooled F1 / twilight 0.8256 / 0.6994 vs 0.8263 / 0.7010 at "
-              "(13, 100) and 0.8265 / 0.7014 with the search default (11, 1,000); 101 -> 70 ms "
-              "a learned-homologs pair",
+        Tuned("homalign.search.homologs:HOMOLOG_PREFILTER",
+              {"k": 4, "threshold": 20.0, "max_seqs": 20, "two_hit": False, "xdrop": 10.0,
+               "index": True},
+              f"{_HELDOUT_PAIRS}: pooled F1 / twilight 0.8255 / 0.6992 vs 0.8256 / 0.6994 for "
+              "the 3-mer scan (neighbourhood 15, 50 candidates) and 0.8265 / 0.7014 with the "
+              "search default (11, 1,000); two hits at k = 4: 0.8234 / 0.6946",
               "benchmarks/research/learned_consistency_heldout.py --max-homologs 4 "
-              "--thresholds 0.2 --prefilter 15:50 (and 15:100, 13:100, 14:100, 17:100, 11:1000)",
-              "The homologue search seeds at neighbourhood 15"),
+              "--thresholds 0.2 --prefilter k=4,threshold=20,max_seqs=20,two_hit=false,"
+              "xdrop=10,index=true (and k=4 at 18/22, two hits, xdrop 20, 50 candidates; "
+              "k=5 at 22/25)",
+              "The homologue search walks a 4-mer index"),
     ),
     "learned (search)": (
         Tuned("homalign.search.engine:LEARNED_RESCORE", 80,

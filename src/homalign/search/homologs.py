@@ -18,14 +18,17 @@ from homalign.search.engine import search
 from homalign.search.prefilter import prefilter_scores_many
 from homalign.sequence import Sequence
 
-#: the k-mer prefilter of the homologue search (neighbourhood score, candidates): only hits with
-#: E < HOMOLOG_EVALUE count, and those share many k-mers with the sequence. On the 477 held-out
-#: train pairs (benchmarks/research/learned_consistency_heldout.py --max-homologs 4
-#: --thresholds 0.2 --prefilter T:N) pooled F1 / twilight 0.8256 / 0.6994 at 15 (100 or 50
-#: candidates alike) against 0.8263 / 0.7010 at 13 and 0.8265 / 0.7014 with the search default
-#: (11, 1,000); the scan of 20,000 UniProt sequences costs 16 ms a sequence at 15, 28 at 13, 88
-#: at 11 (one thread), and 50 candidates instead of 100 save 3 ms of a pair's 72
-HOMOLOG_PREFILTER = {"threshold": 15.0, "max_seqs": 50}
+#: the k-mer prefilter of the homologue search: only hits with E < HOMOLOG_EVALUE count, and weak
+#: ones help remote pairs, so every 4-mer hit of neighbourhood 20 is extended (one hit, X-drop 10)
+#: through the database's 4-mer index (built once per process: ~60k hits a query instead of a
+#: pass over every residue), and the best 20 go to Smith-Waterman. On the 477 held-out train
+#: pairs (benchmarks/research/learned_consistency_heldout.py --max-homologs 4 --thresholds 0.2
+#: --prefilter k=4,threshold=20,max_seqs=20,two_hit=false,xdrop=10,index=true) pooled F1 /
+#: twilight 0.8255 / 0.6992 against 0.8256 / 0.6994 for the 3-mer scan at neighbourhood 15;
+#: two hits at k = 4 lose homologues (0.8234 / 0.6946), and so does extending only the targets
+#: with most hits (0.8236 at 1,000)
+HOMOLOG_PREFILTER = {"k": 4, "threshold": 20.0, "max_seqs": 20, "two_hit": False, "xdrop": 10.0,
+                     "index": True}
 
 # (database object, homologues): the object is kept so that an id() reused by a new database
 # after the old one was freed can never return the old one's hits
@@ -83,9 +86,10 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
 def find_homologs_many(seqs: list[Sequence], db: Any, max_homologs: int = MAX_HOMOLOGS,
                        evalue: float = HOMOLOG_EVALUE, flank: int = HOMOLOG_FLANK
                        ) -> list[list[Sequence]]:
-    """:func:`find_homologs` of each sequence, the same regions; the k-mer scans of those not
-    cached go through the database together (:func:`prefilter_scores_many`: one pass for up to
-    eight, as a pair of ``learned-homologs`` needs two)."""
+    """:func:`find_homologs` of each sequence, the same regions; the prefilters of those not
+    cached go through one :func:`prefilter_scores_many` call (which shares one pass over the
+    database among up to eight queries when the options ask for a scan rather than the index
+    walk)."""
     db = _opened(db)
     new = [s for s in seqs
            if (id(db), s.residues, max_homologs, float(evalue), flank) not in _HOMOLOG_CACHE]

@@ -68,23 +68,45 @@ def kmer_ids(codes: np.ndarray, k: int) -> np.ndarray:
     return ids
 
 
-def build_kmer_index(codes: np.ndarray, offsets: np.ndarray, k: int = DEFAULT_K) -> KmerIndex:
-    """Index every k-mer of the packed database (vectorised: one stable sort)."""
+@njit(cache=True)
+def _index_kernel(codes: np.ndarray, offsets: np.ndarray, k: int,
+                  n_aa: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A counting sort of every k-mer inside one sequence and free of B, Z and X: two passes
+    over the database, positions in database order, so each word's postings are sorted by
+    sequence, then position."""
     n_seqs = len(offsets) - 1
-    lengths = np.diff(offsets)
-    ids_all = kmer_ids(codes, k)
-    # positions whose k-mer lies inside one sequence
-    seq_of = np.repeat(np.arange(n_seqs, dtype=np.int32), lengths)
-    pos_in = np.arange(len(codes), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    n = len(ids_all)
-    ok = (ids_all >= 0) & (pos_in[:n] + k <= lengths[seq_of[:n]])
-    ids = ids_all[ok]
-    seq = seq_of[:n][ok]
-    pos = pos_in[:n][ok].astype(np.int32)
-    order = np.argsort(ids, kind="stable")
-    counts = np.bincount(ids, minlength=N_AA ** k)
-    start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    return KmerIndex(k, start, seq[order].astype(np.int32), pos[order])
+    counts = np.zeros(n_aa ** k + 1, dtype=np.int64)
+    for sweep in range(2):
+        if sweep == 1:
+            start = np.cumsum(counts)
+            fill = start[:-1].copy()
+            seq = np.empty(start[-1], dtype=np.int32)
+            pos = np.empty(start[-1], dtype=np.int32)
+        for t in range(n_seqs):
+            a = offsets[t]
+            for j in range(offsets[t + 1] - a - k + 1):
+                w = 0
+                high = 0
+                for s in range(k):
+                    c = np.int64(codes[a + j + s])
+                    high = max(high, c)
+                    w = w * n_aa + min(c, n_aa - 1)
+                if high >= n_aa:
+                    continue
+                if sweep == 0:
+                    counts[w + 1] += 1
+                else:
+                    seq[fill[w]] = t
+                    pos[fill[w]] = j
+                    fill[w] += 1
+    return start, seq, pos
+
+
+def build_kmer_index(codes: np.ndarray, offsets: np.ndarray, k: int = DEFAULT_K) -> KmerIndex:
+    """Index every k-mer of the packed database (a counting sort: two passes over it)."""
+    start, seq, pos = _index_kernel(np.ascontiguousarray(codes, dtype=np.uint8),
+                                    np.ascontiguousarray(offsets, dtype=np.int64), int(k), N_AA)
+    return KmerIndex(k, start, seq, pos)
 
 
 @njit(cache=True)
@@ -209,38 +231,32 @@ def neighbourhoods(matrix: str = "BLOSUM62", k: int = DEFAULT_K,
     return _neighbourhoods(M, k, float(threshold))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _xdrop_extend(P: np.ndarray, t: np.ndarray, i: int, j: int,
                   xdrop: float) -> tuple[float, int]:
     """Ungapped X-drop extension through (i, j) in both directions (BLAST's ungapped extension).
     ``P`` is the query's score profile, ``P[a, c] = M[q[a], c]`` (one load a step).
 
     Returns the best segment score and the query position just after the segment's right end.
+    The running best is a max and its end a select, not a branch: on a chance hit, whether a
+    step improves the score is a coin toss that a branch predictor loses.
     """
     best_r = 0.0
     run = 0.0
     end = i
-    a, b = i, j
-    while a < P.shape[0] and b < len(t):
-        run += P[a, t[b]]
-        if run > best_r:
-            best_r = run
-            end = a + 1
-        elif best_r - run > xdrop:
+    for s in range(min(P.shape[0] - i, len(t) - j)):
+        run += P[i + s, t[j + s]]
+        end = i + s + 1 if run > best_r else end
+        best_r = max(best_r, run)
+        if best_r - run > xdrop:
             break
-        a += 1
-        b += 1
     best_l = 0.0
     run = 0.0
-    a, b = i - 1, j - 1
-    while a >= 0 and b >= 0:
-        run += P[a, t[b]]
-        if run > best_l:
-            best_l = run
-        elif best_l - run > xdrop:
+    for s in range(1, min(i, j) + 1):
+        run += P[i - s, t[j - s]]
+        best_l = max(best_l, run)
+        if best_l - run > xdrop:
             break
-        a -= 1
-        b -= 1
     return best_r + best_l, end
 
 
@@ -295,37 +311,59 @@ def _scan_hit(last: np.ndarray, slot: int, i: int, j: int, P: np.ndarray, tseq: 
 
 
 @njit(cache=True)
-def _prefilter_kernel(P: np.ndarray, qids: np.ndarray, nb_start: np.ndarray, nb: np.ndarray,
-                      idx_start: np.ndarray, idx_seq: np.ndarray, idx_pos: np.ndarray,
-                      db_codes: np.ndarray, db_offsets: np.ndarray, k: int,
-                      window: int, two_hit: bool, xdrop: float) -> np.ndarray:
+def _walk_kernel(P: np.ndarray, words: np.ndarray, poss: np.ndarray, idx_start: np.ndarray,
+                 idx_seq: np.ndarray, idx_pos: np.ndarray, db_codes: np.ndarray,
+                 db_offsets: np.ndarray, k: int, window: int, two_hit: bool,
+                 xdrop: float) -> np.ndarray:
+    """The index walk: the postings of each (word, query position) pair, positions ascending,
+    bucketed by target (a counting sort that keeps their order), then each target's hits in
+    turn. Hits on one diagonal arrive in increasing query position, as in the scan, so the
+    two-hit and extension rules give the same scores; the cost grows with the hits, not with
+    the database."""
     n_seqs = len(db_offsets) - 1
     Lq = P.shape[0]
-    # one slot per (target, diagonal): target t's diagonals -(Lq-1)..Lt-1
-    base = np.empty(n_seqs, dtype=np.int64)
-    total = 0
+    start = np.zeros(n_seqs + 1, dtype=np.int64)
+    for m in range(len(words)):
+        v = words[m]
+        for h in range(idx_start[v], idx_start[v + 1]):
+            start[idx_seq[h] + 1] += 1
     for t in range(n_seqs):
-        base[t] = total + Lq - 1
-        total += db_offsets[t + 1] - db_offsets[t] + Lq - 1
+        start[t + 1] += start[t]
+    fill = start[:-1].copy()
+    hit_i = np.empty(start[-1], dtype=np.int32)
+    hit_j = np.empty(start[-1], dtype=np.int32)
+    for m in range(len(words)):
+        v = words[m]
+        i = poss[m]
+        for h in range(idx_start[v], idx_start[v + 1]):
+            t = idx_seq[h]
+            f = fill[t]
+            hit_i[f] = i
+            hit_j[f] = idx_pos[h]
+            fill[t] = f + 1
+    longest = 0
+    for t in range(n_seqs):
+        longest = max(longest, db_offsets[t + 1] - db_offsets[t])
     # 0: no hit yet; i+1 > 0: last hit at query position i; -(e+1) < 0: extended up to e
-    last = np.zeros(total, dtype=np.int32)
+    last = np.zeros(longest + Lq, dtype=np.int32)  # diagonal j - i + Lq - 1
     best = np.zeros(n_seqs, dtype=np.float32)
-    for i in range(len(qids)):
-        w = qids[i]
-        if w < 0:
-            continue
-        for p in range(nb_start[w], nb_start[w + 1]):
-            v = nb[p]
-            for h in range(idx_start[v], idx_start[v + 1]):
-                t = idx_seq[h]
-                j = idx_pos[h]
-                slot = base[t] + j - i
-                Lt = db_offsets[t + 1] - db_offsets[t]
-                one_hit = not two_hit or Lt < 2 * k or Lq < 2 * k
-                sc = _diagonal_hit(last, slot, i, j, P, db_codes[db_offsets[t]:db_offsets[t + 1]],
-                                   k, window, one_hit, xdrop)
-                if sc > best[t]:
-                    best[t] = sc
+    for t in range(n_seqs):
+        a, b = start[t], start[t + 1]
+        o = db_offsets[t]
+        Lt = db_offsets[t + 1] - o
+        one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
+        if b - a == 0 or (b - a == 1 and not one_hit):
+            continue  # a lone hit never fires under the two-hit rule
+        tseq = db_codes[o:o + Lt]
+        top = np.float32(0.0)
+        for u in range(a, b):
+            sc = _diagonal_hit(last, hit_j[u] - hit_i[u] + Lq - 1, hit_i[u], hit_j[u], P, tseq,
+                               k, window, one_hit, xdrop)
+            if sc > top:
+                top = np.float32(sc)
+        for u in range(a, b):  # only the touched diagonals go back to 0
+            last[hit_j[u] - hit_i[u] + Lq - 1] = 0
+        best[t] = top
     return best
 
 
@@ -362,7 +400,7 @@ def _scan_kernel(P: np.ndarray, p_off: np.ndarray, tab_start: np.ndarray, tab_po
     the database, most of a query's scan, is shared). Query ``q``'s score rows are
     ``P[p_off[q]:p_off[q + 1]]``; word ``w``'s positions in it are
     ``tab_pos[tab_start[q, w]:tab_start[q, w + 1]]``. Hits on one diagonal arrive in increasing
-    query position, as in :func:`_prefilter_kernel`, so the two-hit and extension rules give the
+    query position, as in :func:`_walk_kernel`, so the two-hit and extension rules give the
     same scores. Targets go in chunks, each with its own scratch rows (diagonal states, the
     target's k-mer ids). ``tab_start`` has one extra empty word, ``n_aa ** k``, that k-mers with
     B, Z or X map to. Most k-mers (~80%) have no query hit: their positions are dropped first in
@@ -465,15 +503,21 @@ RECENT_SCANS = 2
 def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
                      threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
                      two_hit: bool = True, xdrop: float = DEFAULT_XDROP,
-                     profile: np.ndarray | None = None) -> np.ndarray:
+                     profile: np.ndarray | None = None, k: int | None = None,
+                     index: bool = False) -> np.ndarray:
     """float32 best ungapped diagonal score of every database sequence (0: no k-mer hit); a
     new array each call, the scan itself repeated only when the query, database or options
     differ from the last :data:`RECENT_SCANS` calls'. ``profile`` (Lq, 23) position-specific
     scores in the matrix's units (a PSSM) replace the matrix rows of the query's residues, for
-    the seeds (:func:`profile_table`) and the extensions, as PSI-BLAST seeds its later rounds."""
+    the seeds (:func:`profile_table`) and the extensions, as PSI-BLAST seeds its later rounds.
+    ``k``: the word length (default: the database's). ``index``: walk the database's k-mer
+    index (:meth:`SequenceDB.kmer_index`, built once per process) instead of scanning the
+    database: the same scores, at a cost that grows with the hits rather than the database, so
+    it pays where the neighbourhood is small (few hits a query)."""
     return prefilter_scores_many([query_codes], db, matrix=matrix, threshold=threshold,
                                  window=window, two_hit=two_hit, xdrop=xdrop,
-                                 profiles=None if profile is None else [profile])[0]
+                                 profiles=None if profile is None else [profile], k=k,
+                                 index=index)[0]
 
 
 #: queries scanned together, one bit each of the scan's word table
@@ -483,13 +527,17 @@ SCAN_GROUP = 8
 def prefilter_scores_many(queries: list[np.ndarray], db, *, matrix: str = "BLOSUM62",
                           threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
                           two_hit: bool = True, xdrop: float = DEFAULT_XDROP,
-                          profiles: list[np.ndarray] | None = None) -> list[np.ndarray]:
+                          profiles: list[np.ndarray] | None = None, k: int | None = None,
+                          index: bool = False) -> list[np.ndarray]:
     """:func:`prefilter_scores` of each query (``profiles``: one per query, or None), the same
     scores; the queries that are not among the recent scans go through the database together,
-    :data:`SCAN_GROUP` at a time, and all of them are kept among the recent scans (so that the
-    searches of those queries that follow find their scans)."""
+    :data:`SCAN_GROUP` at a time (or walk its index one by one), and all of them are kept among
+    the recent scans (so that the searches of those queries that follow find their scans)."""
     if profiles is not None and len(profiles) != len(queries):
         raise ValueError(f"{len(profiles)} profiles for {len(queries)} queries")
+    k = db.k if k is None else int(k)
+    if not 1 <= k <= 5:
+        raise ValueError(f"the word length k must be 1 to 5, got {k}")
     qs: list[np.ndarray] = []
     ps: list[np.ndarray | None] = []
     keys: list[tuple] = []
@@ -504,7 +552,8 @@ def prefilter_scores_many(queries: list[np.ndarray], db, *, matrix: str = "BLOSU
         qs.append(q)
         ps.append(profile)
         keys.append((q.tobytes(), matrix, float(threshold), int(window), bool(two_hit),
-                     float(xdrop), None if profile is None else profile.tobytes()))
+                     float(xdrop), None if profile is None else profile.tobytes(), k,
+                     bool(index)))
     out: list[np.ndarray | None] = [None] * len(qs)
     with _RECENT_LOCK:
         for n, key in enumerate(keys):
@@ -515,12 +564,16 @@ def prefilter_scores_many(queries: list[np.ndarray], db, *, matrix: str = "BLOSU
     missing = [n for n in range(len(qs)) if out[n] is None]
     first: dict[tuple, int] = {}
     todo = [n for n in missing if first.setdefault(keys[n], n) == n]  # each key scanned once
-    for g in range(0, len(todo), SCAN_GROUP):
-        group = todo[g:g + SCAN_GROUP]
-        scores = _scan([qs[n] for n in group], db, matrix, threshold, window, two_hit, xdrop,
-                       [ps[n] for n in group])
-        for n, row in zip(group, scores, strict=True):
-            out[n] = row
+    if index:
+        for n in todo:
+            out[n] = _walk(qs[n], db, k, matrix, threshold, window, two_hit, xdrop, ps[n])
+    else:
+        for g in range(0, len(todo), SCAN_GROUP):
+            group = todo[g:g + SCAN_GROUP]
+            scores = _scan([qs[n] for n in group], db, k, matrix, threshold, window, two_hit,
+                           xdrop, [ps[n] for n in group])
+            for n, row in zip(group, scores, strict=True):
+                out[n] = row
     for n in missing:
         out[n] = out[first[keys[n]]]
     if todo:
@@ -531,12 +584,11 @@ def prefilter_scores_many(queries: list[np.ndarray], db, *, matrix: str = "BLOSU
     return [np.array(s, copy=True) for s in out]  # type: ignore[arg-type]
 
 
-def _scan(qs: list[np.ndarray], db, matrix: str, threshold: float, window: int, two_hit: bool,
-          xdrop: float, profiles: list[np.ndarray | None]) -> np.ndarray:
+def _scan(qs: list[np.ndarray], db, k: int, matrix: str, threshold: float, window: int,
+          two_hit: bool, xdrop: float, profiles: list[np.ndarray | None]) -> np.ndarray:
     """(len(qs), len(db)) scores of at most 8 queries in one pass over the database."""
     if not 0 < len(qs) <= SCAN_GROUP:
         raise ValueError(f"one scan takes 1 to {SCAN_GROUP} queries, got {len(qs)}")
-    k = db.k
     Ps, tabs, poss = [], [], []
     for q, profile in zip(qs, profiles, strict=True):
         if profile is None:
@@ -559,44 +611,73 @@ def _scan(qs: list[np.ndarray], db, matrix: str, threshold: float, window: int, 
                         bool(two_hit), float(xdrop), N_AA)
 
 
-def prefilter_scores_indexed(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
-                             threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
-                             two_hit: bool = True, xdrop: float = DEFAULT_XDROP) -> np.ndarray:
-    """:func:`prefilter_scores` through the database's k-mer index (the same scores; kept as the
-    reference the scan is tested against)."""
-    index: KmerIndex = db.index
-    k = index.k
-    nb_start, nb = neighbourhoods(matrix, k, threshold)
-    M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
-    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+def _walk(q: np.ndarray, db, k: int, matrix: str, threshold: float, window: int,
+          two_hit: bool, xdrop: float, profile: np.ndarray | None) -> np.ndarray:
+    """One query's scores through the database's k-mer index: its (word, position) pairs in
+    position order, each a neighbour of the query's k-mer there (a profile: a word scoring at
+    least ``threshold`` on its rows, as :func:`profile_table`)."""
+    idx: KmerIndex = db.kmer_index(k)
     qids = kmer_ids(q, k)
-    return _prefilter_kernel(M[q], qids, nb_start, nb, index.start, index.seq, index.pos,
-                             db.codes, db.offsets, k, int(window), bool(two_hit),
-                             float(xdrop))
+    if profile is None:
+        P = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)[q]
+    else:
+        P = np.ascontiguousarray(profile[:, :N_CODES], dtype=np.float32)
+    if len(q) < k:
+        words = poss = np.zeros(0, dtype=np.int32)
+    else:
+        words, poss = _profile_words(np.ascontiguousarray(P[:, :N_AA], dtype=np.float64), k,
+                                     float(threshold), qids)
+        if profile is None:  # a sequence's k-mers with B, Z or X seed nothing
+            keep = qids[poss] >= 0
+            words, poss = words[keep], poss[keep]
+    return _walk_kernel(P, np.ascontiguousarray(words), np.ascontiguousarray(poss), idx.start,
+                        idx.seq, idx.pos, db.codes, db.offsets, k, int(window), bool(two_hit),
+                        float(xdrop))
 
 
 def prefilter(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
               threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
               min_score: float = DEFAULT_MIN_SCORE, max_seqs: int | None = DEFAULT_MAX_SEQS,
               two_hit: bool = True, xdrop: float = DEFAULT_XDROP,
-              profile: np.ndarray | None = None) -> np.ndarray:
+              profile: np.ndarray | None = None, k: int | None = None,
+              index: bool = False) -> np.ndarray:
     """Indices (int64, ascending) of the database sequences worth a full DP; ``profile``: seed
-    and extend with the query's PSSM (:func:`prefilter_scores`).
+    and extend with the query's PSSM, ``k`` and ``index``: the word length and the index walk
+    (:func:`prefilter_scores`).
 
     Targets identical to the query are always kept. A query shorter than one k-mer cannot be
     prefiltered: every target is returned.
     """
-    if len(query_codes) < db.k:
+    if len(query_codes) < (db.k if k is None else k):
         return np.arange(len(db), dtype=np.int64)
     scores = prefilter_scores(query_codes, db, matrix=matrix, threshold=threshold,
-                              window=window, two_hit=two_hit, xdrop=xdrop, profile=profile)
+                              window=window, two_hit=two_hit, xdrop=xdrop, profile=profile,
+                              k=k, index=index)
     exact = exact_matches(query_codes, db)
     scores[exact] = np.inf
     keep = np.flatnonzero(scores >= min_score)
     if max_seqs is not None and len(keep) > max_seqs:
-        order = np.argsort(-scores[keep], kind="stable")[:max(max_seqs, len(exact))]
-        keep = np.sort(keep[order])
+        keep = keep[best_n(scores[keep], max(max_seqs, len(exact)))]
     return keep.astype(np.int64)
+
+
+def best_n(values: np.ndarray, n: int) -> np.ndarray:
+    """Bool mask of the ``n`` largest ``values``, ties at the cut going to the earliest: the
+    first ``n`` of a stable descending sort, in linear time (a partition, not a sort).
+
+    >>> best_n(np.array([3.0, 5.0, 3.0, 1.0, 3.0]), 3).tolist()
+    [True, True, True, False, False]
+    """
+    mask = np.ones(len(values), dtype=bool)
+    if n >= len(values):
+        return mask
+    if n <= 0:
+        return ~mask
+    cut = np.partition(values, len(values) - n)[len(values) - n]  # the n-th largest
+    mask = values > cut
+    ties = np.flatnonzero(values == cut)
+    mask[ties[:n - int(mask.sum())]] = True
+    return mask
 
 
 def exact_matches(query_codes: np.ndarray, db) -> np.ndarray:
