@@ -161,4 +161,3 @@ def test_the_package_root_wires_the_database_search() -> None:
     assert wired.cached_msa is msa_build.cached_msa
     assert wired.cached_msa_path is msa_build.cached_msa_path
     assert wired.find_homologs is homologs.find_homologs
-    assert wired.find_homologs_many is homologs.find_homologs_many

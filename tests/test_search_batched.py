@@ -378,37 +378,6 @@ def test_profile_seeds_find_the_family_word_the_query_lacks() -> None:
         prefilter_scores(q, db, profile=profile[:-1])
 
 
-@pytest.mark.parametrize("k", [3, 2])
-def test_queries_scanned_together_score_as_each_alone(proteins, monkeypatch, k: int) -> None:
-    """``prefilter_scores_many``: up to eight queries a pass over the database (12 here: two
-    passes; a repeated query scanned once), each row its own query's scores, sequence or
-    profile, and every one kept among the recent scans for the searches that follow."""
-    from homalign.matrices import substitution_matrix
-    from homalign.search import prefilter as pf
-
-    db = SequenceDB.from_sequences(proteins, k=k)
-    threshold = {2: 8.0, 3: 12.0}[k]
-    qs = [p.codes for p in proteins[:11]] + [proteins[0].codes]
-    calls = []
-    scan = pf._scan
-    monkeypatch.setattr(pf, "_scan", lambda *a: calls.append(len(a[0])) or scan(*a))
-    many = pf.prefilter_scores_many(qs, db, threshold=threshold)
-    assert calls == [8, 3]
-    pf.prefilter_scores(qs[4], db, threshold=threshold)
-    assert calls == [8, 3]
-    for q, row in zip(qs, many, strict=True):
-        np.testing.assert_array_equal(
-            row, pf.prefilter_scores(q, db, threshold=threshold, index=True))
-    M = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
-    rows = pf.prefilter_scores_many(qs[:3], db, threshold=threshold,
-                                    profiles=[M[np.asarray(q)] for q in qs[:3]])
-    assert calls == [8, 3, 3]
-    for row, ref in zip(rows, many[:3], strict=True):
-        np.testing.assert_array_equal(row, ref)
-    with pytest.raises(ValueError, match="2 profiles for 3 queries"):
-        pf.prefilter_scores_many(qs[:3], db, profiles=[M[np.asarray(q)] for q in qs[:2]])
-
-
 def test_a_repeated_scan_gives_the_same_scores_in_a_new_array(proteins, monkeypatch) -> None:
     """The last scans are reused (an iterative search prefilters one query every round): the
     same scores as a new scan, a fresh array each time, and any other query, option or database

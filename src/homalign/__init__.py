@@ -25,12 +25,11 @@ __all__ = ["Alignment", "HomalignError", "InputError", "Sequence", "__version__"
 def _database_search():
     """homalign.search's implementation of :mod:`homalign.database_search` (imported on use)."""
     from homalign.database_search import DatabaseSearch
-    from homalign.search.homologs import find_homologs, find_homologs_many
+    from homalign.search.homologs import find_homologs
     from homalign.search.msa_build import cached_msa, cached_msa_path
 
     return DatabaseSearch(cached_msa=cached_msa, cached_msa_path=cached_msa_path,
-                          find_homologs=find_homologs,
-                          find_homologs_many=find_homologs_many)
+                          find_homologs=find_homologs)
 
 
 # the package root wires the search engine into the layers below it that search a database

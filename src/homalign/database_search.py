@@ -11,7 +11,7 @@ contract in pyproject.toml). They call :func:`current` instead, and the package 
 (``homalign/__init__.py``, imported before any submodule) installs the search package's
 implementations: :func:`homalign.search.msa_build.cached_msa`,
 :func:`homalign.search.msa_build.cached_msa_path` and
-:func:`homalign.search.homologs.find_homologs` (and ``find_homologs_many``). A leaf: it imports nothing of homalign.
+:func:`homalign.search.homologs.find_homologs`. A leaf: it imports nothing of homalign.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ class DatabaseSearch:
     cached_msa_path: Callable[..., Any]
     #: ``(sequence, db, max_homologs, evalue)`` → homologue regions, best first
     find_homologs: Callable[..., list]
-    #: ``(sequences, db, max_homologs, evalue)`` → each one's homologue regions (scanned together)
-    find_homologs_many: Callable[..., list]
 
 
 _PROVIDER: list[Callable[[], DatabaseSearch]] = []

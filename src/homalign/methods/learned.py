@@ -414,8 +414,8 @@ def consistent_posterior(model: Any, query: Sequence, target: Sequence, db: Any,
     inter: list[Sequence] = []
     from homalign.database_search import current
 
-    of_query, of_target = current().find_homologs_many([query, target], db, max_homologs, evalue)
-    for z in of_query + of_target:
+    find = current().find_homologs
+    for z in find(query, db, max_homologs, evalue) + find(target, db, max_homologs, evalue):
         if all(z.residues != w.residues for w in inter):
             inter.append(z)
     embedded: dict[str, Any] = {}

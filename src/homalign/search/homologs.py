@@ -15,7 +15,6 @@ from homalign.methods import get_method
 from homalign.methods.learned import HOMOLOG_EVALUE, HOMOLOG_FLANK, MAX_HOMOLOGS
 from homalign.search.database import open_database
 from homalign.search.engine import search
-from homalign.search.prefilter import prefilter_scores_many
 from homalign.sequence import Sequence
 
 #: the k-mer prefilter of the homologue search: only hits with E < HOMOLOG_EVALUE count, and weak
@@ -83,22 +82,6 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
     return cached[1]
 
 
-def find_homologs_many(seqs: list[Sequence], db: Any, max_homologs: int = MAX_HOMOLOGS,
-                       evalue: float = HOMOLOG_EVALUE, flank: int = HOMOLOG_FLANK
-                       ) -> list[list[Sequence]]:
-    """:func:`find_homologs` of each sequence, the same regions; the prefilters of those not
-    cached go through one :func:`prefilter_scores_many` call (which shares one pass over the
-    database among up to eight queries when the options ask for a scan rather than the index
-    walk)."""
-    db = _opened(db)
-    new = [s for s in seqs
-           if (id(db), s.residues, max_homologs, float(evalue), flank) not in _HOMOLOG_CACHE]
-    if max_homologs > 0 and len(new) > 1:
-        scan = {k: v for k, v in HOMOLOG_PREFILTER.items() if k not in ("max_seqs", "min_score")}
-        prefilter_scores_many([s.codes for s in new], db, **scan)
-    return [find_homologs(s, db, max_homologs, evalue, flank) for s in seqs]
-
-
 def _opened(db: Any) -> Any:
     """``db`` itself if it is a ``SequenceDB``, else the path opened once per process."""
     if hasattr(db, "codes"):
@@ -109,4 +92,4 @@ def _opened(db: Any) -> Any:
     return _DB_CACHE[key_db]
 
 
-__all__ = ["find_homologs", "find_homologs_many"]
+__all__ = ["find_homologs"]

@@ -2,8 +2,11 @@
 
 For each query position the k-mer there (k = 3 by default) is expanded into its *neighbourhood*:
 every k-mer whose BLOSUM62 score against it is at least ``threshold`` (the exact k-mer is always
-included). Each neighbour is looked up in the database's k-mer index (postings of
-(sequence, position)); a match puts a hit on the diagonal ``j - i`` of that target. A diagonal is
+included). A database k-mer that is a neighbour of the query's k-mer at ``i`` puts a hit on the
+diagonal ``j - i`` of its target. Two ways find the hits, with the same scores: BLAST's scan
+streams every database k-mer through the query's neighbourhood table (the default), and the
+index walk reads each neighbour's postings (sequence, position) from the database's k-mer index
+(``index=True``: a cost per hit, not per database residue). A diagonal is
 scored when it collects two non-overlapping hits within ``window`` residues (BLAST's two-hit rule;
 one hit suffices when the query or target is shorter than two k-mers): the hit is extended without
 gaps in both directions until the running score drops ``xdrop`` below its best (BLAST's ungapped
@@ -392,45 +395,35 @@ def _query_table(qids: np.ndarray, nb_start: np.ndarray, nb: np.ndarray,
 
 
 @njit(cache=True, parallel=True)
-def _scan_kernel(P: np.ndarray, p_off: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
+def _scan_kernel(P: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
                  db_codes: np.ndarray, db_offsets: np.ndarray, k: int,
                  window: int, two_hit: bool, xdrop: float, n_aa: int) -> np.ndarray:
     """BLAST's scan: stream every database sequence once, look each of its k-mers up in the
-    neighbourhood tables of up to 8 queries at once (BLAST's query concatenation: the pass over
-    the database, most of a query's scan, is shared). Query ``q``'s score rows are
-    ``P[p_off[q]:p_off[q + 1]]``; word ``w``'s positions in it are
-    ``tab_pos[tab_start[q, w]:tab_start[q, w + 1]]``. Hits on one diagonal arrive in increasing
-    query position, as in :func:`_walk_kernel`, so the two-hit and extension rules give the
-    same scores. Targets go in chunks, each with its own scratch rows (diagonal states, the
-    target's k-mer ids). ``tab_start`` has one extra empty word, ``n_aa ** k``, that k-mers with
-    B, Z or X map to. Most k-mers (~80%) have no query hit: their positions are dropped first in
-    a loop without a branch, since branching on them, at random, cost a third of the scan.
-    Returns (queries, targets) best scores."""
-    n_q = len(p_off) - 1
+    query's neighbourhood table. Hits on one diagonal arrive in increasing query position, as in
+    :func:`_walk_kernel`, so the two-hit and extension rules give the same scores. Targets
+    go in chunks, each with its own scratch rows (diagonal states, the target's k-mer ids).
+    ``tab_start`` has one extra empty word, ``n_aa ** k``, that k-mers with B, Z or X map to.
+    Most k-mers (~80%) have no query hit: their positions are dropped first in a loop without a
+    branch, since branching on them, at random, cost a third of the scan."""
     n_seqs = len(db_offsets) - 1
+    Lq = P.shape[0]
     empty = n_aa ** k
-    best = np.zeros((n_q, n_seqs), dtype=np.float32)
+    best = np.zeros(n_seqs, dtype=np.float32)
     longest = 0
     for t in range(n_seqs):
         longest = max(longest, db_offsets[t + 1] - db_offsets[t])
-    longest_q = 0
-    for q in range(n_q):
-        longest_q = max(longest_q, p_off[q + 1] - p_off[q])
-    # which queries a word has hits in, one bit each (L1-resident: two loads from tab_start per
+    # whether a word has query hits, one byte each (L1-resident: two loads from tab_start per
     # database k-mer cost ~15% of the scan)
-    n_words = tab_start.shape[1] - 1
-    has = np.zeros(n_words, dtype=np.uint8)
-    for q in range(n_q):
-        for w in range(n_words):
-            has[w] |= np.uint8(tab_start[q, w + 1] > tab_start[q, w]) << np.uint8(q)
+    has = np.zeros(len(tab_start) - 1, dtype=np.uint8)
+    for w in range(len(has)):
+        has[w] = tab_start[w + 1] > tab_start[w]
     chunk = 64
     for c in prange((n_seqs + chunk - 1) // chunk):
-        last = np.empty(longest + longest_q, dtype=np.int32)  # diagonal j - i + Lq - 1
+        last = np.empty(longest + Lq, dtype=np.int32)  # diagonal j - i + Lq - 1
         ids = np.empty(longest, dtype=np.int32)  # the target's k-mer ids (-1: B, Z or X)
         high = np.empty(longest, dtype=np.int32)  # the largest code in each k-mer
         js = np.empty(longest, dtype=np.int32)  # the target positions whose k-mer has hits
-        jq = np.empty(longest, dtype=np.int32)  # and those with hits in query q
-        hs = np.empty(longest, dtype=np.int64)  # and their words' ranges in q's table
+        hs = np.empty(longest, dtype=np.int64)  # and their words' ranges in the table
         he = np.empty(longest, dtype=np.int64)
         for t in range(c * chunk, min(n_seqs, (c + 1) * chunk)):
             a = db_offsets[t]
@@ -457,39 +450,26 @@ def _scan_kernel(P: np.ndarray, p_off: np.ndarray, tab_start: np.ndarray, tab_po
                 for j in range(nk):
                     if high[j] >= n_aa:
                         ids[j] = empty
+            last[:Lt + Lq] = 0
+            one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
+            top = np.float32(0.0)
             n = 0
             for j in range(nk):
                 js[n] = j
-                n += has[ids[j]] != 0
-            for q in range(n_q):
-                Lq = p_off[q + 1] - p_off[q]
-                Pq = P[p_off[q]:p_off[q + 1]]
-                if n_q == 1:
-                    m = n
-                    sel = js
-                else:
-                    bit = np.uint8(1) << np.uint8(q)
-                    m = 0
-                    for u in range(n):
-                        jq[m] = js[u]
-                        m += (has[ids[js[u]]] & bit) != 0
-                    sel = jq
-                for u in range(m):  # the hits' table ranges first: no dependent loads below
-                    w = ids[sel[u]]
-                    hs[u] = tab_start[q, w]
-                    he[u] = tab_start[q, w + 1]
-                last[:Lt + Lq] = 0
-                one_hit = (not two_hit) or Lt < 2 * k or Lq < 2 * k
-                top = np.float32(0.0)
-                for u in range(m):
-                    j = sel[u]
-                    for h in range(hs[u], he[u]):
-                        i = tab_pos[h]
-                        sc = _scan_hit(last, j - i + Lq - 1, i, j, Pq, tseq, k, window,
-                                       one_hit, xdrop)
-                        if sc > top:
-                            top = np.float32(sc)
-                best[q, t] = top
+                n += has[ids[j]]
+            for u in range(n):  # the hits' table ranges first: no dependent loads below
+                w = ids[js[u]]
+                hs[u] = tab_start[w]
+                he[u] = tab_start[w + 1]
+            for u in range(n):
+                j = js[u]
+                for h in range(hs[u], he[u]):
+                    i = tab_pos[h]
+                    sc = _scan_hit(last, j - i + Lq - 1, i, j, P, tseq, k, window,
+                                   one_hit, xdrop)
+                    if sc > top:
+                        top = np.float32(sc)
+            best[t] = top
     return best
 
 
@@ -514,101 +494,44 @@ def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
     index (:meth:`SequenceDB.kmer_index`, built once per process) instead of scanning the
     database: the same scores, at a cost that grows with the hits rather than the database, so
     it pays where the neighbourhood is small (few hits a query)."""
-    return prefilter_scores_many([query_codes], db, matrix=matrix, threshold=threshold,
-                                 window=window, two_hit=two_hit, xdrop=xdrop,
-                                 profiles=None if profile is None else [profile], k=k,
-                                 index=index)[0]
-
-
-#: queries scanned together, one bit each of the scan's word table
-SCAN_GROUP = 8
-
-
-def prefilter_scores_many(queries: list[np.ndarray], db, *, matrix: str = "BLOSUM62",
-                          threshold: float = DEFAULT_THRESHOLD, window: int = DEFAULT_WINDOW,
-                          two_hit: bool = True, xdrop: float = DEFAULT_XDROP,
-                          profiles: list[np.ndarray] | None = None, k: int | None = None,
-                          index: bool = False) -> list[np.ndarray]:
-    """:func:`prefilter_scores` of each query (``profiles``: one per query, or None), the same
-    scores; the queries that are not among the recent scans go through the database together,
-    :data:`SCAN_GROUP` at a time (or walk its index one by one), and all of them are kept among
-    the recent scans (so that the searches of those queries that follow find their scans)."""
-    if profiles is not None and len(profiles) != len(queries):
-        raise ValueError(f"{len(profiles)} profiles for {len(queries)} queries")
     k = db.k if k is None else int(k)
     if not 1 <= k <= 5:
         raise ValueError(f"the word length k must be 1 to 5, got {k}")
-    qs: list[np.ndarray] = []
-    ps: list[np.ndarray | None] = []
-    keys: list[tuple] = []
-    for n, codes in enumerate(queries):
-        q = np.ascontiguousarray(codes, dtype=np.uint8)
-        profile = None if profiles is None else profiles[n]
-        if profile is not None:
-            profile = np.ascontiguousarray(profile, dtype=np.float32)
-            if profile.ndim != 2 or profile.shape[0] != len(q) or profile.shape[1] < N_CODES:
-                raise ValueError(f"profile must be ({len(q)}, {N_CODES}) scores, got "
-                                 f"{profile.shape}")
-        qs.append(q)
-        ps.append(profile)
-        keys.append((q.tobytes(), matrix, float(threshold), int(window), bool(two_hit),
-                     float(xdrop), None if profile is None else profile.tobytes(), k,
-                     bool(index)))
-    out: list[np.ndarray | None] = [None] * len(qs)
+    q = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    if profile is not None:
+        profile = np.ascontiguousarray(profile, dtype=np.float32)
+        if profile.ndim != 2 or profile.shape[0] != len(q) or profile.shape[1] < N_CODES:
+            raise ValueError(f"profile must be ({len(q)}, {N_CODES}) scores, got "
+                             f"{profile.shape}")
+    key = (q.tobytes(), matrix, float(threshold), int(window), bool(two_hit), float(xdrop),
+           None if profile is None else profile.tobytes(), k, bool(index))
     with _RECENT_LOCK:
-        for n, key in enumerate(keys):
-            for held, k_, scores in _RECENT:
-                if held is db and k_ == key:
-                    out[n] = scores
-                    break
-    missing = [n for n in range(len(qs)) if out[n] is None]
-    first: dict[tuple, int] = {}
-    todo = [n for n in missing if first.setdefault(keys[n], n) == n]  # each key scanned once
-    if index:
-        for n in todo:
-            out[n] = _walk(qs[n], db, k, matrix, threshold, window, two_hit, xdrop, ps[n])
+        for held, k_, scores in _RECENT:
+            if held is db and k_ == key:
+                return scores.copy()
+    run = _walk if index else _scan
+    scores = run(q, db, k, matrix, threshold, window, two_hit, xdrop, profile)
+    with _RECENT_LOCK:
+        _RECENT.insert(0, (db, key, scores))
+        del _RECENT[RECENT_SCANS:]
+    return scores.copy()
+
+
+def _scan(q: np.ndarray, db, k: int, matrix: str, threshold: float, window: int,
+          two_hit: bool, xdrop: float, profile: np.ndarray | None) -> np.ndarray:
+    """One query's scores in one pass over the database."""
+    if profile is None:
+        nb_start, nb = neighbourhoods(matrix, k, threshold)
+        M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
+        tab_start, tab_pos = _query_table(kmer_ids(q, k), nb_start, nb, N_AA ** k)
+        P = M[q]
     else:
-        for g in range(0, len(todo), SCAN_GROUP):
-            group = todo[g:g + SCAN_GROUP]
-            scores = _scan([qs[n] for n in group], db, k, matrix, threshold, window, two_hit,
-                           xdrop, [ps[n] for n in group])
-            for n, row in zip(group, scores, strict=True):
-                out[n] = row
-    for n in missing:
-        out[n] = out[first[keys[n]]]
-    if todo:
-        with _RECENT_LOCK:
-            for n in todo:
-                _RECENT.insert(0, (db, keys[n], out[n]))
-            del _RECENT[max(RECENT_SCANS, len(todo)):]
-    return [np.array(s, copy=True) for s in out]  # type: ignore[arg-type]
-
-
-def _scan(qs: list[np.ndarray], db, k: int, matrix: str, threshold: float, window: int,
-          two_hit: bool, xdrop: float, profiles: list[np.ndarray | None]) -> np.ndarray:
-    """(len(qs), len(db)) scores of at most 8 queries in one pass over the database."""
-    if not 0 < len(qs) <= SCAN_GROUP:
-        raise ValueError(f"one scan takes 1 to {SCAN_GROUP} queries, got {len(qs)}")
-    Ps, tabs, poss = [], [], []
-    for q, profile in zip(qs, profiles, strict=True):
-        if profile is None:
-            nb_start, nb = neighbourhoods(matrix, k, threshold)
-            M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
-            tab_start, tab_pos = _query_table(kmer_ids(q, k), nb_start, nb, N_AA ** k)
-            P = M[q]
-        else:
-            tab_start, tab_pos = profile_table(profile, q, k, threshold)
-            P = np.ascontiguousarray(profile[:, :N_CODES], dtype=np.float32)
-        Ps.append(P)
-        tabs.append(np.append(tab_start, tab_start[-1]))  # the empty word of k-mers with B/Z/X
-        poss.append(tab_pos)
-    pos_off = np.cumsum([0] + [len(t) for t in poss[:-1]])
-    tab_start = np.stack([t + o for t, o in zip(tabs, pos_off, strict=True)]).astype(np.int64)
-    P_all = np.ascontiguousarray(np.concatenate(Ps), dtype=np.float32)
-    p_off = np.cumsum([0] + [len(P) for P in Ps]).astype(np.int64)
-    tab_pos = np.ascontiguousarray(np.concatenate(poss), dtype=np.int32)
-    return _scan_kernel(P_all, p_off, tab_start, tab_pos, db.codes, db.offsets, k, int(window),
-                        bool(two_hit), float(xdrop), N_AA)
+        tab_start, tab_pos = profile_table(profile, q, k, threshold)
+        P = np.ascontiguousarray(profile[:, :N_CODES], dtype=np.float32)
+    tab_start = np.append(tab_start, tab_start[-1])  # the empty word of k-mers with B/Z/X
+    return _scan_kernel(np.ascontiguousarray(P, dtype=np.float32), tab_start,
+                        np.ascontiguousarray(tab_pos, dtype=np.int32), db.codes, db.offsets, k,
+                        int(window), bool(two_hit), float(xdrop), N_AA)
 
 
 def _walk(q: np.ndarray, db, k: int, matrix: str, threshold: float, window: int,
