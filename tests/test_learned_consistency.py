@@ -149,6 +149,28 @@ def test_the_homologue_search_walks_a_4_mer_index_once_per_sequence(family, monk
     assert got[0] and got[0] == got[2]
 
 
+def test_a_database_past_the_index_limit_is_scanned_to_the_same_homologues(family, monkeypatch):
+    """Above ``INDEX_MAX_RESIDUES`` the homologue search scans the database rather than hold its
+    4-mer index in memory: the same prefilter scores, so the same homologues."""
+    from homalign.search import homologs, prefilter
+
+    seqs = (family["x"], family["y"])
+    homologs._HOMOLOG_CACHE.clear()
+    prefilter._RECENT.clear()
+    walked = [find_homologs(s, family["db"], max_homologs=3, flank=5) for s in seqs]
+    calls = []
+    scan = prefilter._scan
+    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append(a[2]) or scan(*a))
+    monkeypatch.setattr(homologs, "INDEX_MAX_RESIDUES", len(family["db"].codes) - 1)
+    homologs._HOMOLOG_CACHE.clear()
+    prefilter._RECENT.clear()
+    scanned = [find_homologs(s, family["db"], max_homologs=3, flank=5) for s in seqs]
+    assert calls == [4, 4]
+    assert [[(z.id, z.residues) for z in h] for h in scanned] == \
+        [[(z.id, z.residues) for z in h] for h in walked]
+    assert walked[0]
+
+
 def test_learned_with_homologs_is_the_transformed_posterior_decoded(family):
     x, y, db = family["x"], family["y"], family["db"]
     a = homalign.align(x, y, method="learned", homologs=db)

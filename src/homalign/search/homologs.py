@@ -29,6 +29,11 @@ from homalign.sequence import Sequence
 HOMOLOG_PREFILTER = {"k": 4, "threshold": 20.0, "max_seqs": 20, "two_hit": False, "xdrop": 10.0,
                      "index": True}
 
+#: above this many residues the homologue search scans its database instead of indexing it:
+#: the same scores (the scan and the walk are tested equal), slower, but without the index's 8
+#: bytes a residue held in memory (2 GB here; the UniProt sample's 9 M residues take 72 MB)
+INDEX_MAX_RESIDUES = 250_000_000
+
 # (database object, homologues): the object is kept so that an id() reused by a new database
 # after the old one was freed can never return the old one's hits
 _HOMOLOG_CACHE: dict[tuple, tuple[Any, list[Sequence]]] = {}
@@ -51,8 +56,10 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
     if cached is None or cached[0] is not db:
         out: list[Sequence] = []
         if max_homologs > 0:
+            options = {**HOMOLOG_PREFILTER,
+                       "index": HOMOLOG_PREFILTER["index"] and len(db.codes) <= INDEX_MAX_RESIDUES}
             hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10),
-                          prefilter_options=HOMOLOG_PREFILTER, traceback=False)
+                          prefilter_options=options, traceback=False)
             # traced back a few at a time, best first, until enough distinct regions (the
             # search's own traceback kernel: the same alignments, for the hits that are used)
             align_hits = get_method("sw").align_hits
