@@ -132,21 +132,41 @@ def test_homologue_regions_are_the_spans_of_the_searchs_own_tracebacks(monkeypat
         assert len(batches) == 2 and batches[0] == max_homologs + 2  # a second was needed
 
 
-def test_the_homologue_search_walks_a_4_mer_index_once_per_sequence(family, monkeypatch):
-    """The shipped homologue prefilter walks the database's 4-mer index (no scan), once per
-    sequence: a repeated sequence's homologues come from the cache."""
+def _recorded(monkeypatch) -> list:
+    """The prefilter passes from now on: ("scan" or "walk", k) each."""
+    from homalign.search import prefilter
+
+    calls: list = []
+    walk, scan = prefilter._walk, prefilter._scan
+    monkeypatch.setattr(prefilter, "_walk", lambda *a: calls.append(("walk", a[2])) or walk(*a))
+    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append(("scan", a[2])) or scan(*a))
+    return calls
+
+
+def _regions(found: list) -> list:
+    return [[(z.id, z.residues) for z in h] for h in found]
+
+
+def test_the_homologue_search_scans_its_first_sequences_then_walks_an_index(family, monkeypatch):
+    """A database's first ``INDEX_AFTER`` homologue searches in a process scan it (a one-off
+    pair never pays for an index), the later ones walk its 4-mer index; the same homologues
+    either way, and a repeated sequence comes from the cache."""
     from homalign.search import homologs, prefilter
 
+    db = SequenceDB.from_sequences(list(family["db"]))
+    x, y = family["x"], family["y"]
+    monkeypatch.setattr(homologs, "INDEX_AFTER", 1)
     homologs._HOMOLOG_CACHE.clear()
     prefilter._RECENT.clear()
-    calls = []
-    walk, scan = prefilter._walk, prefilter._scan
-    monkeypatch.setattr(prefilter, "_walk", lambda *a: calls.append(a[2]) or walk(*a))
-    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append("scan") or scan(*a))
-    got = [find_homologs(s, family["db"], max_homologs=3, flank=5)
-           for s in (family["x"], family["y"], family["x"])]
-    assert calls == [4, 4]
+    calls = _recorded(monkeypatch)
+    got = [find_homologs(s, db, max_homologs=3, flank=5) for s in (x, y, x)]
+    assert calls == [("scan", 4), ("walk", 4)]
     assert got[0] and got[0] == got[2]
+    homologs._HOMOLOG_CACHE.clear()
+    prefilter._RECENT.clear()
+    again = [find_homologs(s, db, max_homologs=3, flank=5) for s in (y, x)]
+    assert calls[2:] == [("walk", 4), ("walk", 4)]
+    assert _regions(again) == _regions([got[1], got[0]])
 
 
 def test_a_database_past_the_index_limit_is_scanned_to_the_same_homologues(family, monkeypatch):
@@ -155,20 +175,17 @@ def test_a_database_past_the_index_limit_is_scanned_to_the_same_homologues(famil
     from homalign.search import homologs, prefilter
 
     seqs = (family["x"], family["y"])
-    homologs._HOMOLOG_CACHE.clear()
-    prefilter._RECENT.clear()
-    walked = [find_homologs(s, family["db"], max_homologs=3, flank=5) for s in seqs]
-    calls = []
-    scan = prefilter._scan
-    monkeypatch.setattr(prefilter, "_scan", lambda *a: calls.append(a[2]) or scan(*a))
-    monkeypatch.setattr(homologs, "INDEX_MAX_RESIDUES", len(family["db"].codes) - 1)
-    homologs._HOMOLOG_CACHE.clear()
-    prefilter._RECENT.clear()
-    scanned = [find_homologs(s, family["db"], max_homologs=3, flank=5) for s in seqs]
-    assert calls == [4, 4]
-    assert [[(z.id, z.residues) for z in h] for h in scanned] == \
-        [[(z.id, z.residues) for z in h] for h in walked]
-    assert walked[0]
+    monkeypatch.setattr(homologs, "INDEX_AFTER", 0)
+    calls = _recorded(monkeypatch)
+    found = []
+    for limit in (10**9, len(family["db"].codes) - 1):
+        monkeypatch.setattr(homologs, "INDEX_MAX_RESIDUES", limit)
+        homologs._HOMOLOG_CACHE.clear()
+        prefilter._RECENT.clear()
+        db = SequenceDB.from_sequences(list(family["db"]))
+        found.append([find_homologs(s, db, max_homologs=3, flank=5) for s in seqs])
+    assert calls == [("walk", 4)] * 2 + [("scan", 4)] * 2
+    assert found[0][0] and _regions(found[0]) == _regions(found[1])
 
 
 def test_learned_with_homologs_is_the_transformed_posterior_decoded(family):

@@ -280,19 +280,30 @@ def test_peer_methods_align_each_candidate_and_keep_their_own_evalues(small_db, 
 
 
 @pytest.mark.parametrize(("k", "threshold"), [(2, 8.0), (3, 11.0), (3, 13.0), (2, 30.0)])
-def test_kmer_neighbourhoods_equal_the_full_enumeration(k: int, threshold: float) -> None:
-    from homalign.alphabet import N_AA
+def test_a_sequences_seeds_are_its_k_mers_neighbourhoods(k: int, threshold: float) -> None:
+    """At each position, every word whose matrix score against the query's k-mer there reaches
+    the threshold, and that k-mer itself; nothing at a k-mer holding B, Z or X."""
+    from homalign.alphabet import N_AA, encode
     from homalign.matrices import substitution_matrix
-    from homalign.search.prefilter import neighbourhoods
+    from homalign.search.prefilter import seed_words
 
     M = substitution_matrix("BLOSUM62")[:N_AA, :N_AA].astype(np.float64)
     n = N_AA ** k
     digits = np.array([[(w // N_AA ** (k - 1 - r)) % N_AA for r in range(k)] for w in range(n)])
     S = sum(M[digits[:, r]][:, digits[:, r]] for r in range(k))
     keep = (S >= threshold) | np.eye(n, dtype=bool)  # a k-mer is always its own neighbour
-    start, nb = neighbourhoods("BLOSUM62", k, threshold)
-    np.testing.assert_array_equal(start, np.concatenate(([0], np.cumsum(keep.sum(axis=1)))))
-    np.testing.assert_array_equal(nb, np.nonzero(keep)[1])
+    q = np.asarray(encode("MKWVTFIXSLLFLFSSAYBCRGDH"), dtype=np.uint8)
+    words, poss = seed_words(q, k, threshold)
+    want_w, want_p = [], []
+    for i in range(len(q) - k + 1):
+        if (q[i:i + k] >= N_AA).any():
+            continue
+        own = int(sum(int(q[i + r]) * N_AA ** (k - 1 - r) for r in range(k)))
+        nb = np.flatnonzero(keep[own])
+        want_w += nb.tolist()
+        want_p += [i] * len(nb)
+    np.testing.assert_array_equal(words, want_w)
+    np.testing.assert_array_equal(poss, want_p)
 
 
 def test_best_n_keeps_the_first_n_of_a_stable_descending_sort() -> None:

@@ -301,26 +301,18 @@ def test_the_scan_skips_k_mers_with_ambiguous_residues_as_the_index_does(protein
 
 @pytest.mark.parametrize("k", [3, 2])
 def test_a_profile_of_matrix_rows_seeds_as_the_sequence_does(proteins, k: int) -> None:
-    """``profile_table`` of a sequence's own matrix rows is its neighbourhood table, word for
-    word, and the scan with that profile gives the sequence scan's scores."""
+    """The seeds of a sequence's own matrix rows as a profile are the sequence's, word for word,
+    and the scan with that profile gives the sequence scan's scores."""
     from homalign.matrices import substitution_matrix
-    from homalign.search.prefilter import (
-        N_AA,
-        _query_table,
-        kmer_ids,
-        neighbourhoods,
-        prefilter_scores,
-        profile_table,
-    )
+    from homalign.search.prefilter import prefilter_scores, seed_table
 
     M = np.asarray(substitution_matrix("BLOSUM62"), dtype=np.float32)
     db = SequenceDB.from_sequences(proteins, k=k)
     threshold = {2: 8.0, 3: 11.0}[k]
     for q in proteins[:5] + [proteins[-1]]:
         codes = np.asarray(q.codes, dtype=np.uint8)
-        start, pos = profile_table(M[codes], codes, k, threshold)
-        nb_start, nb = neighbourhoods("BLOSUM62", k, threshold)
-        ref_start, ref_pos = _query_table(kmer_ids(codes, k), nb_start, nb, N_AA ** k)
+        start, pos = seed_table(codes, k, threshold, profile=M[codes])
+        ref_start, ref_pos = seed_table(codes, k, threshold)
         np.testing.assert_array_equal(start, ref_start)
         np.testing.assert_array_equal(pos, ref_pos)
         np.testing.assert_array_equal(
@@ -329,18 +321,18 @@ def test_a_profile_of_matrix_rows_seeds_as_the_sequence_does(proteins, k: int) -
 
 
 @pytest.mark.parametrize("k", [2, 3])
-def test_profile_table_equals_the_full_enumeration(k: int) -> None:
+def test_a_profiles_seeds_are_the_full_enumeration(k: int) -> None:
     """Every word scoring at least the threshold against a random profile at each position
     (sums taken position by position), and the query's own word, and nothing else."""
     import itertools
 
-    from homalign.search.prefilter import N_AA, profile_table
+    from homalign.search.prefilter import N_AA, seed_table
 
     rng = np.random.default_rng(k)
     codes = rng.integers(0, 23, 9).astype(np.uint8)  # B, Z and X too (no own word there)
     profile = rng.normal(0.0, 3.0, (len(codes), 23)).astype(np.float32)
     threshold = 6.0 if k == 2 else 9.0
-    start, pos = profile_table(profile, codes, k, threshold)
+    start, pos = seed_table(codes, k, threshold, profile=profile)
     got = {(int(w), int(p)) for w in range(N_AA ** k) for p in pos[start[w]:start[w + 1]]}
     want = set()
     S = profile.astype(np.float64)

@@ -34,6 +34,11 @@ HOMOLOG_PREFILTER = {"k": 4, "threshold": 20.0, "max_seqs": 20, "two_hit": False
 #: bytes a residue held in memory (2 GB here; the UniProt sample's 9 M residues take 72 MB)
 INDEX_MAX_RESIDUES = 250_000_000
 
+#: the searches of one database (per process) that scan it before its index is built: the build
+#: (0.28 s for the UniProt sample's 9 M residues) pays after ~20 sequences (a 4-mer scan costs 22
+#: ms a sequence there, the walk 9), so a one-off pair never builds it; the same scores either way
+INDEX_AFTER = 4
+
 # (database object, homologues): the object is kept so that an id() reused by a new database
 # after the old one was freed can never return the old one's hits
 _HOMOLOG_CACHE: dict[tuple, tuple[Any, list[Sequence]]] = {}
@@ -56,8 +61,7 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
     if cached is None or cached[0] is not db:
         out: list[Sequence] = []
         if max_homologs > 0:
-            options = {**HOMOLOG_PREFILTER,
-                       "index": HOMOLOG_PREFILTER["index"] and len(db.codes) <= INDEX_MAX_RESIDUES}
+            options = {**HOMOLOG_PREFILTER, "index": _walk_index(db)}
             hits = search(seq, db, method="sw", evalue=evalue, max_hits=max(4 * max_homologs, 10),
                           prefilter_options=options, traceback=False)
             # traced back a few at a time, best first, until enough distinct regions (the
@@ -87,6 +91,16 @@ def find_homologs(seq: Sequence, db: Any, max_homologs: int = MAX_HOMOLOGS,
         _HOMOLOG_CACHE[key] = (db, out)
         return out
     return cached[1]
+
+
+def _walk_index(db: Any) -> bool:
+    """Whether this search of ``db`` walks its k-mer index (see :data:`INDEX_AFTER` and
+    :data:`INDEX_MAX_RESIDUES`); counts the search."""
+    if not HOMOLOG_PREFILTER.get("index") or len(db.codes) > INDEX_MAX_RESIDUES:
+        return False
+    count = db.cache.get("homolog_searches", 0) + 1
+    db.cache["homolog_searches"] = count
+    return count > INDEX_AFTER or ("kmer_index", HOMOLOG_PREFILTER.get("k", db.k)) in db.cache
 
 
 def _opened(db: Any) -> Any:

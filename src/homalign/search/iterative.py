@@ -39,7 +39,7 @@ PROFILE_DB_OPTIONS = {"hh_shift": -0.03}
 #: 0.1284 / 0.4761 over all ~1,000 (150: 0.1282 / 0.4704), 3.2x fewer targets to score
 FUSION_RESCORE = 300
 #: the last round's prefilter seeds and extends with the query's PSSM, as PSI-BLAST's later
-#: rounds do (:func:`homalign.search.prefilter.profile_table`); the MSA rounds keep the query
+#: rounds do (:func:`homalign.search.prefilter.seed_words`); the MSA rounds keep the query
 #: sequence's seeds (and share one scan). 563 held-out train-fold queries, superfamily / family:
 #: learned@3 0.1282 / 0.4761 -> 0.1316 / 0.4816, pssm@3 0.1111 / 0.4199 -> 0.1145 / 0.4262, for
 #: ~6% more time (every round seeded by its PSSM: 0.1323 / 0.4814 for ~21%). Not measured, and

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 from numba import njit, prange
@@ -153,32 +152,6 @@ def _words_above(R: np.ndarray, own: np.ndarray, threshold: float, out: np.ndarr
 
 
 @njit(cache=True)
-def _neighbourhoods(M: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    n = N_AA ** k
-    start = np.zeros(n + 1, dtype=np.int64)
-    chunks = []
-    buf = np.empty(n, dtype=np.int32)
-    a = np.empty(k, dtype=np.int64)
-    R = np.empty((k, N_AA))
-    total = 0
-    for w in range(n):
-        x = w
-        for s in range(k - 1, -1, -1):
-            a[s] = x % N_AA
-            x //= N_AA
-        for s in range(k):
-            R[s] = M[a[s]]
-        c = _words_above(R, a, threshold, buf)
-        chunks.append(buf[:c].copy())
-        total += c
-        start[w + 1] = total
-    out = np.empty(total, dtype=np.int32)
-    for w in range(n):
-        out[start[w]:start[w + 1]] = chunks[w]
-    return start, out
-
-
-@njit(cache=True)
 def _profile_words(S: np.ndarray, k: int, threshold: float,
                    qids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(word, query position) pairs, positions ascending: :func:`_words_above` of the profile's
@@ -206,32 +179,42 @@ def _profile_words(S: np.ndarray, k: int, threshold: float,
     return words[:m], poss[:m]
 
 
-def profile_table(profile: np.ndarray, query_codes: np.ndarray, k: int = DEFAULT_K,
-                  threshold: float = DEFAULT_THRESHOLD) -> tuple[np.ndarray, np.ndarray]:
-    """The query table (CSR: word -> query positions, ascending) of a position-specific score
-    profile, ``profile[i, c]`` the score of residue code ``c`` at query position ``i`` in the
-    matrix's units: the words scoring at least ``threshold`` at each position, plus the query's
-    own. PSI-BLAST seeds its later rounds from the PSSM so; a sequence's matrix rows
-    (``M[q]``) give its neighbourhood table exactly."""
-    S = np.ascontiguousarray(np.asarray(profile, dtype=np.float64)[:, :N_AA])
+def seed_words(query_codes: np.ndarray, k: int = DEFAULT_K,
+               threshold: float = DEFAULT_THRESHOLD, *, matrix: str = "BLOSUM62",
+               profile: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The query's seeds, (word, query position) pairs in position order: at each position the
+    k-mers scoring at least ``threshold`` against the query's k-mer there (its matrix rows,
+    summed position by position), and that k-mer itself. ``profile`` (Lq, >= 20) scores in the
+    matrix's units (a PSSM) replace the matrix rows, as PSI-BLAST seeds its later rounds; a
+    sequence's k-mers holding B, Z or X seed nothing, while a profile seeds at every position.
+    A sequence's seeds equal its matrix rows' (``profile=M[q]``) wherever it has no B, Z or X."""
     q = np.ascontiguousarray(query_codes, dtype=np.uint8)
-    if S.shape[0] != len(q):
-        raise ValueError(f"profile has {S.shape[0]} rows for a query of {len(q)} residues")
-    n_words = N_AA ** k
+    if profile is None:
+        M = np.asarray(substitution_matrix(matrix), dtype=np.float64)
+        S = np.ascontiguousarray(M[q][:, :N_AA])
+    else:
+        S = np.ascontiguousarray(np.asarray(profile, dtype=np.float64)[:, :N_AA])
+        if S.shape[0] != len(q):
+            raise ValueError(f"profile has {S.shape[0]} rows for a query of {len(q)} residues")
     if len(q) < k:
-        return np.zeros(n_words + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    words, pos = _profile_words(S, k, float(threshold), kmer_ids(q, k))
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+    qids = kmer_ids(q, k)
+    words, poss = _profile_words(S, k, float(threshold), qids)
+    if profile is None:
+        keep = qids[poss] >= 0
+        words, poss = words[keep], poss[keep]
+    return np.ascontiguousarray(words), np.ascontiguousarray(poss)
+
+
+def seed_table(query_codes: np.ndarray, k: int = DEFAULT_K,
+               threshold: float = DEFAULT_THRESHOLD, *, matrix: str = "BLOSUM62",
+               profile: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`seed_words` as a table (CSR: word ``w`` seeds at query positions
+    ``pos[start[w]:start[w + 1]]``, ascending), what the scan looks database k-mers up in."""
+    words, poss = seed_words(query_codes, k, threshold, matrix=matrix, profile=profile)
     order = np.argsort(words, kind="stable")
-    start = np.concatenate(([0], np.cumsum(np.bincount(words, minlength=n_words))))
-    return start.astype(np.int64), pos[order]
-
-
-@cache
-def neighbourhoods(matrix: str = "BLOSUM62", k: int = DEFAULT_K,
-                   threshold: float = DEFAULT_THRESHOLD) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of similar k-mers: neighbours of ``w`` are ``nb[start[w]:start[w+1]]`` (includes ``w``)."""
-    M = np.ascontiguousarray(substitution_matrix(matrix)[:N_AA, :N_AA], dtype=np.float64)
-    return _neighbourhoods(M, k, float(threshold))
+    start = np.concatenate(([0], np.cumsum(np.bincount(words, minlength=N_AA ** k))))
+    return start.astype(np.int64), poss[order]
 
 
 @njit(cache=True, inline="always")
@@ -370,30 +353,6 @@ def _walk_kernel(P: np.ndarray, words: np.ndarray, poss: np.ndarray, idx_start: 
     return best
 
 
-@njit(cache=True)
-def _query_table(qids: np.ndarray, nb_start: np.ndarray, nb: np.ndarray,
-                 n_words: int) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the query's neighbourhood words: word ``w`` occurs (as a neighbour of the query
-    k-mer there) at query positions ``pos[start[w]:start[w+1]]``, ascending."""
-    counts = np.zeros(n_words + 1, dtype=np.int64)
-    for i in range(len(qids)):
-        w = qids[i]
-        if w >= 0:
-            for p in range(nb_start[w], nb_start[w + 1]):
-                counts[nb[p] + 1] += 1
-    start = np.cumsum(counts)
-    fill = start[:-1].copy()
-    pos = np.empty(start[-1], dtype=np.int32)
-    for i in range(len(qids)):
-        w = qids[i]
-        if w >= 0:
-            for p in range(nb_start[w], nb_start[w + 1]):
-                v = nb[p]
-                pos[fill[v]] = i
-                fill[v] += 1
-    return start, pos
-
-
 @njit(cache=True, parallel=True)
 def _scan_kernel(P: np.ndarray, tab_start: np.ndarray, tab_pos: np.ndarray,
                  db_codes: np.ndarray, db_offsets: np.ndarray, k: int,
@@ -489,7 +448,7 @@ def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
     new array each call, the scan itself repeated only when the query, database or options
     differ from the last :data:`RECENT_SCANS` calls'. ``profile`` (Lq, 23) position-specific
     scores in the matrix's units (a PSSM) replace the matrix rows of the query's residues, for
-    the seeds (:func:`profile_table`) and the extensions, as PSI-BLAST seeds its later rounds.
+    the seeds (:func:`seed_words`) and the extensions, as PSI-BLAST seeds its later rounds.
     ``k``: the word length (default: the database's). ``index``: walk the database's k-mer
     index (:meth:`SequenceDB.kmer_index`, built once per process) instead of scanning the
     database: the same scores, at a cost that grows with the hits rather than the database, so
@@ -520,14 +479,11 @@ def prefilter_scores(query_codes: np.ndarray, db, *, matrix: str = "BLOSUM62",
 def _scan(q: np.ndarray, db, k: int, matrix: str, threshold: float, window: int,
           two_hit: bool, xdrop: float, profile: np.ndarray | None) -> np.ndarray:
     """One query's scores in one pass over the database."""
+    tab_start, tab_pos = seed_table(q, k, threshold, matrix=matrix, profile=profile)
     if profile is None:
-        nb_start, nb = neighbourhoods(matrix, k, threshold)
-        M = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)
-        tab_start, tab_pos = _query_table(kmer_ids(q, k), nb_start, nb, N_AA ** k)
-        P = M[q]
+        P = np.asarray(substitution_matrix(matrix), dtype=np.float32)[q]
     else:
-        tab_start, tab_pos = profile_table(profile, q, k, threshold)
-        P = np.ascontiguousarray(profile[:, :N_CODES], dtype=np.float32)
+        P = profile[:, :N_CODES]
     tab_start = np.append(tab_start, tab_start[-1])  # the empty word of k-mers with B/Z/X
     return _scan_kernel(np.ascontiguousarray(P, dtype=np.float32), tab_start,
                         np.ascontiguousarray(tab_pos, dtype=np.int32), db.codes, db.offsets, k,
@@ -536,24 +492,15 @@ def _scan(q: np.ndarray, db, k: int, matrix: str, threshold: float, window: int,
 
 def _walk(q: np.ndarray, db, k: int, matrix: str, threshold: float, window: int,
           two_hit: bool, xdrop: float, profile: np.ndarray | None) -> np.ndarray:
-    """One query's scores through the database's k-mer index: its (word, position) pairs in
-    position order, each a neighbour of the query's k-mer there (a profile: a word scoring at
-    least ``threshold`` on its rows, as :func:`profile_table`)."""
+    """One query's scores through the database's k-mer index: its seeds (:func:`seed_words`)
+    in position order."""
     idx: KmerIndex = db.kmer_index(k)
-    qids = kmer_ids(q, k)
+    words, poss = seed_words(q, k, threshold, matrix=matrix, profile=profile)
     if profile is None:
-        P = np.ascontiguousarray(substitution_matrix(matrix), dtype=np.float32)[q]
+        P = np.asarray(substitution_matrix(matrix), dtype=np.float32)[q]
     else:
-        P = np.ascontiguousarray(profile[:, :N_CODES], dtype=np.float32)
-    if len(q) < k:
-        words = poss = np.zeros(0, dtype=np.int32)
-    else:
-        words, poss = _profile_words(np.ascontiguousarray(P[:, :N_AA], dtype=np.float64), k,
-                                     float(threshold), qids)
-        if profile is None:  # a sequence's k-mers with B, Z or X seed nothing
-            keep = qids[poss] >= 0
-            words, poss = words[keep], poss[keep]
-    return _walk_kernel(P, np.ascontiguousarray(words), np.ascontiguousarray(poss), idx.start,
+        P = profile[:, :N_CODES]
+    return _walk_kernel(np.ascontiguousarray(P, dtype=np.float32), words, poss, idx.start,
                         idx.seq, idx.pos, db.codes, db.offsets, k, int(window), bool(two_hit),
                         float(xdrop))
 
