@@ -100,7 +100,7 @@ def _walk_index(db: Any) -> bool:
         return False
     count = db.cache.get("homolog_searches", 0) + 1
     db.cache["homolog_searches"] = count
-    return count > INDEX_AFTER or ("kmer_index", HOMOLOG_PREFILTER.get("k", db.k)) in db.cache
+    return count > INDEX_AFTER or db.has_kmer_index(HOMOLOG_PREFILTER.get("k", db.k))
 
 
 def _opened(db: Any) -> Any:
