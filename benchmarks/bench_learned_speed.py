@@ -172,7 +172,7 @@ def homolog_pairs(n: int, length: int, seed: int = 0) -> list[tuple[Sequence, Se
 
 def measure_homologs(db: str, n: int, length: int) -> tuple[float, float]:
     """(CPU, wall) seconds a pair of ``learned-homologs`` against the database ``db``, once
-    the database is open and its homologue-search index built (0.28 s for the UniProt sample,
+    the database is open and its homologue-search index built (~0.3 s for the UniProt sample,
     once per process; a process builds it after its first few searches of a database)."""
     from homalign.search import open_database
     from homalign.search.homologs import HOMOLOG_PREFILTER

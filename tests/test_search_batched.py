@@ -277,7 +277,6 @@ def test_the_index_walk_at_another_word_length_equals_the_scan_at_it(proteins,
     assert not db.has_kmer_index(5)
     index = db.kmer_index(4)
     assert db.has_kmer_index(4) and db.kmer_index(4) is index and index.k == 4
-    assert db.index.k == 3
     assert db.__getstate__()["cache"] == {}
     with pytest.raises(ValueError, match="word length"):
         prefilter_scores(proteins[0].codes, db, k=6)

@@ -224,18 +224,13 @@ class SequenceDB:
     def __iter__(self):
         return (self.sequence(i) for i in range(len(self)))
 
-    @property
-    def index(self) -> KmerIndex:
-        """The k-mer index of the database's word length (:meth:`kmer_index`)."""
-        return self.kmer_index(self.k)
-
     def has_kmer_index(self, k: int) -> bool:
         """Whether this process has built the k-mer index already."""
         return ("kmer_index", int(k)) in self.cache
 
     def kmer_index(self, k: int) -> KmerIndex:
         """The postings of every k-mer, built on first use and kept for the process (in
-        :attr:`cache`, so never pickled): 8 bytes a residue, ~0.2 s for 9 million."""
+        :attr:`cache`, so never pickled): 8 bytes a residue, ~0.3 s for 9 million."""
         key = ("kmer_index", int(k))
         with _INDEX_LOCK:
             if key not in self.cache:

@@ -17,25 +17,20 @@ from homalign.search.database import open_database
 from homalign.search.engine import search
 from homalign.sequence import Sequence
 
-#: the k-mer prefilter of the homologue search: only hits with E < HOMOLOG_EVALUE count, and weak
-#: ones help remote pairs, so every 4-mer hit of neighbourhood 20 is extended (one hit, X-drop 10)
-#: through the database's 4-mer index (built once per process: ~60k hits a query instead of a
-#: pass over every residue), and the best 20 go to Smith-Waterman. On the 477 held-out train
-#: pairs (benchmarks/research/learned_consistency_heldout.py --max-homologs 4 --thresholds 0.2
-#: --prefilter k=4,threshold=20,max_seqs=20,two_hit=false,xdrop=10,index=true) pooled F1 /
-#: twilight 0.8255 / 0.6992 against 0.8256 / 0.6994 for the 3-mer scan at neighbourhood 15;
-#: two hits at k = 4 lose homologues (0.8234 / 0.6946), and so does extending only the targets
-#: with most hits (0.8236 at 1,000)
+#: the homologue search's k-mer prefilter: only E < HOMOLOG_EVALUE hits are used, but weak ones
+#: help remote pairs, so every 4-mer hit of neighbourhood 20 is extended (one hit, X-drop 10),
+#: through the database's 4-mer index, and the best 20 go to Smith-Waterman (held-out provenance:
+#: homalign.tuned; docs/decisions.md, "The homologue search walks a 4-mer index")
 HOMOLOG_PREFILTER = {"k": 4, "threshold": 20.0, "max_seqs": 20, "two_hit": False, "xdrop": 10.0,
                      "index": True}
 
 #: above this many residues the homologue search scans its database instead of indexing it:
-#: the same scores (the scan and the walk are tested equal), slower, but without the index's 8
-#: bytes a residue held in memory (2 GB here; the UniProt sample's 9 M residues take 72 MB)
+#: the same scores (the scan and the walk are tested equal), slower, without the index's 8
+#: bytes a residue in memory (2 GB here; 72 MB for the UniProt sample's 9 M residues)
 INDEX_MAX_RESIDUES = 250_000_000
 
 #: the searches of one database (per process) that scan it before its index is built: the build
-#: (0.28 s for the UniProt sample's 9 M residues) pays after ~20 sequences (a 4-mer scan costs 22
+#: (~0.3 s for the UniProt sample's 9 M residues) pays after ~20 sequences (a 4-mer scan costs 22
 #: ms a sequence there, the walk 9), so a one-off pair never builds it; the same scores either way
 INDEX_AFTER = 4
 

@@ -71,43 +71,36 @@ def kmer_ids(codes: np.ndarray, k: int) -> np.ndarray:
 
 
 @njit(cache=True)
-def _index_kernel(codes: np.ndarray, offsets: np.ndarray, k: int,
-                  n_aa: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A counting sort of every k-mer inside one sequence and free of B, Z and X: two passes
-    over the database, positions in database order, so each word's postings are sorted by
-    sequence, then position."""
+def _counting_sort(ids: np.ndarray, offsets: np.ndarray, k: int,
+                   n_words: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Postings of the packed database's k-mer ids (:func:`kmer_ids`; -1 is skipped, and so is
+    a k-mer that runs past its sequence's end), positions in database order, so each word's
+    postings are sorted by sequence, then position."""
     n_seqs = len(offsets) - 1
-    counts = np.zeros(n_aa ** k + 1, dtype=np.int64)
-    for sweep in range(2):
-        if sweep == 1:
-            start = np.cumsum(counts)
-            fill = start[:-1].copy()
-            seq = np.empty(start[-1], dtype=np.int32)
-            pos = np.empty(start[-1], dtype=np.int32)
-        for t in range(n_seqs):
-            a = offsets[t]
-            for j in range(offsets[t + 1] - a - k + 1):
-                w = 0
-                high = 0
-                for s in range(k):
-                    c = np.int64(codes[a + j + s])
-                    high = max(high, c)
-                    w = w * n_aa + min(c, n_aa - 1)
-                if high >= n_aa:
-                    continue
-                if sweep == 0:
-                    counts[w + 1] += 1
-                else:
-                    seq[fill[w]] = t
-                    pos[fill[w]] = j
-                    fill[w] += 1
+    counts = np.zeros(n_words + 1, dtype=np.int64)
+    for t in range(n_seqs):
+        for g in range(offsets[t], offsets[t + 1] - k + 1):
+            if ids[g] >= 0:
+                counts[ids[g] + 1] += 1
+    start = np.cumsum(counts)
+    fill = start[:-1].copy()
+    seq = np.empty(start[-1], dtype=np.int32)
+    pos = np.empty(start[-1], dtype=np.int32)
+    for t in range(n_seqs):
+        for g in range(offsets[t], offsets[t + 1] - k + 1):
+            w = ids[g]
+            if w >= 0:
+                seq[fill[w]] = t
+                pos[fill[w]] = g - offsets[t]
+                fill[w] += 1
     return start, seq, pos
 
 
 def build_kmer_index(codes: np.ndarray, offsets: np.ndarray, k: int = DEFAULT_K) -> KmerIndex:
-    """Index every k-mer of the packed database (a counting sort: two passes over it)."""
-    start, seq, pos = _index_kernel(np.ascontiguousarray(codes, dtype=np.uint8),
-                                    np.ascontiguousarray(offsets, dtype=np.int64), int(k), N_AA)
+    """Index every k-mer of the packed database (a counting sort of :func:`kmer_ids`)."""
+    start, seq, pos = _counting_sort(kmer_ids(np.asarray(codes), k),
+                                     np.ascontiguousarray(offsets, dtype=np.int64), int(k),
+                                     N_AA ** k)
     return KmerIndex(k, start, seq, pos)
 
 
