@@ -10,7 +10,8 @@ Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold
 ``heldout=True``: the folds the adapter and null law never saw), scores only, one thread. Each
 setting is ``THRESHOLD:MAX_SEQS:RESCORE`` (neighbourhood score, the prefilter's
 candidates, the learned ranking's; ``sw:-:RESCORE``: the best RESCORE of the whole database by
-Smith-Waterman score, the search's default); the table gives family and superfamily sensitivity to the first
+Smith-Waterman score, the search's default; a fourth field ``k=4/index=1/two_hit=0/xdrop=10``
+passes further prefilter options); the table gives family and superfamily sensitivity to the first
 false positive (published protocol) and milliseconds a query (the queries run once before the
 timed pass, so compiled code and caches are warm).
 """
@@ -28,6 +29,18 @@ from homalign.search import open_database, search
 from homalign.threads import set_threads
 
 
+def _extra(fields: list[str]) -> dict:
+    """``k=4/index=1/two_hit=0/xdrop=10``: further prefilter options of a setting."""
+    out: dict = {}
+    for item in "/".join(fields).split("/"):
+        if not item:
+            continue
+        key, _, value = item.partition("=")
+        out[key] = (bool(int(value)) if key in ("index", "two_hit")
+                    else int(value) if key in ("k", "window") else float(value))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", required=True, help="homalign makedb directory of the trainval FASTA")
@@ -42,10 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     seqs = [db.sequence(db.index_of(q)) for q in tuning.queries]
     rows = []
     for setting in args.settings.split(","):
-        threshold, max_seqs, rescore = setting.split(":")
+        threshold, max_seqs, rescore, *extra = setting.split(":")
         opts = {"prefilter_options": None if threshold == "sw" else {
             "threshold": float(threshold), "max_seqs": int(max_seqs),
-            "min_score": float(args.min_score)}, "rescore": int(rescore)}
+            "min_score": float(args.min_score), **_extra(extra)}, "rescore": int(rescore)}
         search(seqs[0], db, "learned", traceback=False, **opts)  # warm
         start = time.perf_counter()
         results = {q.id: [(h.target_id, h.score, h.evalue) for h in
@@ -54,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         ms = 1000 * (time.perf_counter() - start) / len(seqs)
         sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
         rows.append({"threshold": threshold, "max_seqs": max_seqs, "rescore": rescore,
+                     "extra": "/".join(extra),
                      "min_score": args.min_score,
                      "family": round(sens["family"], 4),
                      "superfamily": round(sens["superfamily"], 4), "ms_per_query": round(ms, 1)})

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from homalign.dp.soft import SoftGaps
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
+from homalign.model.encoder_kernel import EncoderKernel
 from homalign.model.inference import ClosedFormScores
 from homalign.model.scorer import HomologyScore, PairScorer
 
@@ -103,10 +104,27 @@ class AlignerModel(nn.Module):
     def acc_logits(self, e: Tensor) -> Tensor:
         return self.acc_head(e)
 
+    def encoder_kernel(self) -> EncoderKernel | None:
+        """The encoder's inference form (:mod:`homalign.model.encoder_kernel`) for its current
+        weights, or None in training mode (dropout); rebuilt when a parameter changes (an
+        optimiser step or a load bumps its version)."""
+        if self.encoder.training:
+            return None
+        key = tuple((id(p), p._version) for p in self.encoder.parameters())
+        cached = self.__dict__.get("_kernel")
+        if cached is None or cached[0] != key:
+            cached = (key, EncoderKernel.from_encoder(self.encoder))
+            self.__dict__["_kernel"] = cached
+        return cached[1]
+
     @torch.no_grad()
     def embed(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> Tensor:
-        """Embeddings (1, L, dim) of one encoded sequence (call in eval mode); ``tokens``: its
-        template tokens (template mode)."""
+        """Embeddings (1, L, dim) of one encoded sequence; ``tokens``: its template tokens
+        (template mode). In eval mode the encoder kernel computes them (torch's values to float32
+        rounding), in training mode the torch encoder."""
+        kernel = self.encoder_kernel()
+        if kernel is not None:
+            return torch.from_numpy(kernel(codes, tokens))[None]
         tok = None if tokens is None else torch.as_tensor(np.asarray(tokens, dtype=np.int64))[None]
         return self.encoder(torch.as_tensor(codes.astype(np.int64))[None], tok)
 
@@ -115,8 +133,10 @@ class AlignerModel(nn.Module):
         """:meth:`embed` of each sequence, packed into rows of whole sequences
         (:func:`packed_batches`: equal to each sequence embedded alone, to float rounding)."""
         out: list[Tensor] = [torch.empty(0)] * len(codes)
+        kernel = self.encoder_kernel()
         for idx, starts, row in packed_batches(codes, self.encoder.reach):
-            e = self.encoder(row)
+            e = torch.from_numpy(kernel(row[0].numpy()))[None] if kernel is not None else (
+                self.encoder(row))
             for k, s in zip(idx.tolist(), starts.tolist(), strict=True):
                 out[k] = e[:, s:s + len(codes[k])]
         return out

@@ -40,6 +40,11 @@ class AlignerConfig:
     pair_layers: int = 2
     template: bool = False
 
+    def __post_init__(self) -> None:
+        if self.kernel < 1 or self.kernel % 2 == 0:
+            # an even width pads the two sides unequally: the output would change length
+            raise ValueError(f"kernel must be an odd width >= 1, got {self.kernel}")
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["dilations"] = list(self.dilations)
