@@ -102,3 +102,127 @@ def test_an_ensemble_of_refiner_members_falls_back_to_their_torch_scorers() -> N
     ens = EnsembleAligner(members)
     assert ens.closed_form() is None
     _check(ens, _codes(9, 15), [_codes(11, 16), _codes(4, 17)])
+
+
+def _saved_arrays(model, tmp_path, extra: dict | None = None):
+    """(arrays, metadata) of ``model`` as saved and read back without torch."""
+    import json
+
+    from safetensors.numpy import load_file
+
+    from homalign.model import save_model
+
+    save_model(model, tmp_path / "m", extra)
+    return (load_file(str(tmp_path / "m.safetensors")),
+            json.loads((tmp_path / "m.json").read_text()))
+
+
+def test_inference_aligner_is_the_torch_model_without_torch(tmp_path) -> None:
+    """Built from the saved arrays, the torch-free aligner gives the eval-mode torch model's
+    embeddings, scores and gap costs bit for bit (one code path: the encoder kernel and the
+    closed form), for one aligner and for an ensemble; its homology scores equal the torch
+    adapter's to float32 rounding."""
+    from homalign.model.inference import InferenceAligner
+
+    q, targets = _codes(40, 5), [_codes(33, 6), _codes(1, 7), _codes(120, 8)]
+    one = _model(6)
+    with torch.no_grad():
+        one.homology.W.normal_(0.0, 0.2)
+    ens = EnsembleAligner([_model(7, 8), _model(8, 6)]).eval()
+    ens_meta = {"ensemble": {"members": [{"config": m.cfg.to_dict()} for m in ens.members]}}
+    for model, sub, extra in ((one, "one", None), (ens, "ens", ens_meta)):
+        (tmp_path / sub).mkdir()
+        state, meta = _saved_arrays(model, tmp_path / sub, extra)
+        if extra:
+            meta = {**meta, **extra}
+        twin = InferenceAligner.from_state(state, meta)
+        e_q = twin.embed(q)
+        assert isinstance(e_q, np.ndarray)
+        np.testing.assert_array_equal(e_q, model.embed(q).numpy())
+        for a, b in zip(twin.embed_many(targets), model.embed_many(targets), strict=True):
+            np.testing.assert_array_equal(a, b.numpy())
+        got = twin.score_many(q, e_q, targets, twin.embed_many(targets))
+        want = model.score_many(q, model.embed(q), targets, model.embed_many(targets))
+        for (S, g), (S2, g2) in zip(got, want, strict=True):
+            np.testing.assert_array_equal(S, S2)
+            for name in GAP_FIELDS:
+                np.testing.assert_array_equal(getattr(g, name), getattr(g2, name))
+    state, meta = _saved_arrays(one, tmp_path / "one")
+    twin = InferenceAligner.from_state(state, meta)
+    t = targets[2]
+    S_h, _ = twin.homology_embedded(q, twin.embed(q), t, twin.embed(t))
+    ref, _ = one.homology_embedded(q, one.embed(q), t, one.embed(t))
+    np.testing.assert_allclose(S_h, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_inference_aligner_refuses_what_needs_torch(tmp_path) -> None:
+    from homalign.model.inference import InferenceAligner
+
+    refined = AlignerModel(AlignerConfig(dim=8, dilations=(1,), pair_channels=2)).eval()
+    state, meta = _saved_arrays(refined, tmp_path)
+    try:
+        InferenceAligner.from_state(state, meta)
+    except ValueError as err:
+        assert "torch" in str(err)
+    else:
+        raise AssertionError("a pair refiner must be refused")
+    del state["encoder.embed.weight"]
+    meta["config"]["pair_channels"] = 0
+    try:
+        InferenceAligner.from_state(state, meta)
+    except ValueError as err:
+        assert "encoder.embed.weight" in str(err)
+    else:
+        raise AssertionError("a missing tensor must be named")
+
+
+def test_ranking_model_from_arrays_equals_the_torch_model(tmp_path) -> None:
+    from homalign.model.ranking import RankingModel
+
+    model = _model(9)
+    with torch.no_grad():
+        model.homology.W.normal_(0.0, 0.2)
+        model.homology.shift.fill_(0.4)
+    state, meta = _saved_arrays(model, tmp_path)
+    raw = (tmp_path / "m.safetensors").read_bytes()
+    a, b = RankingModel.from_state(state, meta, raw), RankingModel.from_model(model, raw)
+    np.testing.assert_array_equal(a.W, b.W)
+    np.testing.assert_array_equal(a.matrix, b.matrix)
+    assert a.shift == b.shift == np.float32(0.4) and a.fingerprint == b.fingerprint
+    with torch.no_grad():  # the adapter's closed form, as torch computes it
+        W = (model.scorer.bilinear() + 0.5 * (model.homology.W + model.homology.W.T)).numpy()
+        matrix = (torch.exp(model.scorer.log_scale) * model.scorer.matrix).numpy()
+    np.testing.assert_array_equal(a.W, W)
+    np.testing.assert_allclose(a.matrix, matrix, rtol=2e-7, atol=0)
+
+
+def test_float16_embeddings_convert_exactly() -> None:
+    """Every half-precision value, subnormals, infinities and NaNs included, converts as numpy
+    converts it."""
+    from homalign.model.ranking import _as_float32
+
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    got = _as_float32(h)
+    want = h.astype(np.float32)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_learned_align_and_search_run_without_torch(tmp_path) -> None:
+    """The sequence-only learned aligner and search never import torch (start-up)."""
+    import subprocess
+    import sys
+
+    fasta = tmp_path / "db.fa"
+    fasta.write_text(">a\nMKVLAAGIVGLLLAVSAHAATEEKKEVVLAGHEAGAWGHEE\n"
+                     ">b\nMKVLSAGIVGLLLAVSAHAATEEKREVVLAGHEAGAWGHEE\n>c\nPAWHEAEKLMNQRSTVWY\n")
+    code = ("import sys, homalign\n"
+            "a = homalign.align('HEAGAWGHEEKLMN', 'PAWHEAEKLMN')\n"
+            "assert 'homology_probability' in a.extra\n"
+            f"hits = homalign.search('MKVLAAGIVGLLLAVSAHAATEEKKEVVLAG', {str(fasta)!r}, "
+            "method='learned', evalue=1e9)\n"
+            "assert hits and hits[0].alignment is not None\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

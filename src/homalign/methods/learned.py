@@ -51,9 +51,9 @@ def _available() -> str | None:
     for name in (ALIGN_WEIGHTS, SEARCH_WEIGHTS):
         if not base.joinpath(f"{name}.safetensors").is_file():
             return f"the bundled weights homalign/weights/{name}.safetensors are missing"
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    from importlib.util import find_spec
+
+    if find_spec("torch") is None:  # training, template mode and query profiles need it
         return "torch is not installed"
     return None
 
@@ -71,9 +71,29 @@ def _fingerprint() -> str:
 
 
 def _model(name: str = ALIGN_WEIGHTS):
-    from homalign.model import load_bundled
+    """(model, metadata) of a bundled weight set for inference: the torch-free
+    :class:`homalign.model.inference.InferenceAligner` (the same numbers as the torch model,
+    without importing torch), or the torch model where the weights need it (template encoder,
+    pair refiner)."""
+    import os
 
-    return load_bundled(name)
+    from homalign.model.weights import WEIGHTS_ENV, load_bundled_arrays
+
+    key = (name, os.environ.get(WEIGHTS_ENV) or None)
+    if key not in _INFERENCE:
+        state, meta, _ = load_bundled_arrays(name)
+        try:
+            from homalign.model.inference import InferenceAligner
+
+            _INFERENCE[key] = (InferenceAligner.from_state(state, meta), meta)
+        except ValueError:
+            from homalign.model import load_bundled
+
+            _INFERENCE[key] = load_bundled(name)
+    return _INFERENCE[key]
+
+
+_INFERENCE: dict[tuple[str, str | None], tuple[Any, dict]] = {}
 
 
 class LearnedRep(NamedTuple):
@@ -113,15 +133,14 @@ def ranking_model():
     global _RANKING
     if _RANKING is None:
         from homalign.model.ranking import RankingModel
+        from homalign.model.weights import load_bundled_arrays
 
-        model, meta = _model(SEARCH_WEIGHTS)
-        if not meta.get("homology_score") or getattr(model.scorer, "refine", None) is not None:
+        state, meta, raw = load_bundled_arrays(SEARCH_WEIGHTS)
+        try:
+            _RANKING = RankingModel.from_state(state, meta, raw) if meta.get(
+                "homology_score") else False
+        except ValueError:  # a pair refiner: search scores pair by pair
             _RANKING = False
-        else:
-            from homalign.model.weights import bundled_file
-
-            _RANKING = RankingModel.from_model(
-                model, bundled_file(SEARCH_WEIGHTS, ".safetensors").read_bytes())
     return _RANKING or None
 
 

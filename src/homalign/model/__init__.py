@@ -11,8 +11,18 @@ The bundled aligner is a ``homalign.model.aligner.EnsembleAligner``: the same in
 surface, the mean scores of its members.
 """
 
-from homalign.model.aligner import AlignerModel
+from typing import Any
+
 from homalign.model.config import AlignerConfig
 from homalign.model.weights import load_bundled, load_model, save_model
 
 __all__ = ["AlignerConfig", "AlignerModel", "load_bundled", "load_model", "save_model"]
+
+
+def __getattr__(name: str) -> Any:
+    # the torch model on first use: inference (homalign.model.inference) runs without torch
+    if name == "AlignerModel":
+        from homalign.model.aligner import AlignerModel
+
+        return AlignerModel
+    raise AttributeError(f"module 'homalign.model' has no attribute {name!r}")

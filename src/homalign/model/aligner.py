@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from homalign.dp.soft import SoftGaps
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
-from homalign.model.encoder_kernel import EncoderKernel
+from homalign.model.encoder_kernel import EMBED_BATCH_RESIDUES, EncoderKernel, pack_rows
 from homalign.model.inference import ClosedFormScores
 from homalign.model.scorer import HomologyScore, PairScorer
 
@@ -20,36 +20,11 @@ N_SS = 3  # helix, strand, other (from the JOY "secondary structure and phi angl
 N_ACC = 2  # accessible, buried (JOY "solvent accessibility": T / F)
 
 
-#: residues per encoder call when embedding many sequences (one packed row, about 2 MB of
-#: activations per layer at dim 32)
-EMBED_BATCH_RESIDUES = 16_384
-
-
 def packed_batches(codes: list[np.ndarray], gap: int, residues: int = EMBED_BATCH_RESIDUES
                    ) -> Iterator[tuple[np.ndarray, np.ndarray, Tensor]]:
-    """(indices, start of each in the row, int64 codes (1, N)) rows of whole sequences placed
-    back to back with ``gap`` ``PAD`` codes between them, at most ``residues`` codes a row (a
-    longer sequence alone), covering every sequence once, in input order.
-
-    With ``gap`` at least the widest convolution's reach, a sequence in the row is embedded as
-    if alone (the encoder zeroes ``PAD`` positions after every layer, as its own zero padding
-    would be), and one encoder call does the whole row: no padding to the longest sequence,
-    no per-sequence call."""
-    start = 0
-    while start < len(codes):
-        stop, n = start + 1, len(codes[start])
-        while stop < len(codes) and n + gap + len(codes[stop]) <= residues:
-            n += gap + len(codes[stop])
-            stop += 1
-        row = np.full(n, PAD, dtype=np.int64)
-        starts = np.empty(stop - start, dtype=np.int64)
-        pos = 0
-        for r, k in enumerate(range(start, stop)):
-            starts[r] = pos
-            row[pos:pos + len(codes[k])] = codes[k]
-            pos += len(codes[k]) + gap
-        yield np.arange(start, stop), starts, torch.from_numpy(row)[None]
-        start = stop
+    """:func:`homalign.model.encoder_kernel.pack_rows` with each row as an int64 (1, N) tensor."""
+    for idx, starts, row in pack_rows(codes, gap, residues):
+        yield idx, starts, torch.from_numpy(row)[None]
 
 
 def _as_numpy(e: Tensor | np.ndarray) -> np.ndarray:
@@ -132,11 +107,12 @@ class AlignerModel(nn.Module):
     def embed_many(self, codes: list[np.ndarray]) -> list[Tensor]:
         """:meth:`embed` of each sequence, packed into rows of whole sequences
         (:func:`packed_batches`: equal to each sequence embedded alone, to float rounding)."""
-        out: list[Tensor] = [torch.empty(0)] * len(codes)
         kernel = self.encoder_kernel()
+        if kernel is not None:
+            return [torch.from_numpy(e)[None] for e in kernel.embed_many(codes)]
+        out: list[Tensor] = [torch.empty(0)] * len(codes)
         for idx, starts, row in packed_batches(codes, self.encoder.reach):
-            e = torch.from_numpy(kernel(row[0].numpy()))[None] if kernel is not None else (
-                self.encoder(row))
+            e = self.encoder(row)
             for k, s in zip(idx.tolist(), starts.tolist(), strict=True):
                 out[k] = e[:, s:s + len(codes[k])]
         return out

@@ -10,9 +10,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from homalign.alphabet import N_CODES
-
-PAD = N_CODES
-"""Code used to pad batches (one past the alphabet)."""
+from homalign.model.encoder_kernel import PAD
 
 
 class ConvBlock(nn.Module):

@@ -24,14 +24,52 @@ shipped weights; tests: 1e-5), not bit for bit: a sum's order differs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
+from homalign.alphabet import N_CODES
 from homalign.threads import one_blas_thread
 
-__all__ = ["EncoderKernel", "gelu"]
+__all__ = ["EMBED_BATCH_RESIDUES", "LAYER_NORM_EPS", "PAD", "EncoderKernel", "gelu", "pack_rows"]
+
+PAD = N_CODES
+"""Code used to pad rows and batches (one past the alphabet; the encoder's ``PAD``)."""
+
+#: residues per encoder call when embedding many sequences (one packed row, about 2 MB of
+#: activations per layer at dim 32)
+EMBED_BATCH_RESIDUES = 16_384
+
+LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which the encoder uses
+
+
+def pack_rows(codes: list[np.ndarray], gap: int, residues: int = EMBED_BATCH_RESIDUES
+              ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(indices, start of each in the row, int64 codes (N,)) rows of whole sequences placed
+    back to back with ``gap`` ``PAD`` codes between them, at most ``residues`` codes a row (a
+    longer sequence alone), covering every sequence once, in input order.
+
+    With ``gap`` at least the widest convolution's reach, a sequence in the row is embedded as
+    if alone (the encoder zeroes ``PAD`` positions after every layer, as its own zero padding
+    would be), and one encoder call does the whole row: no padding to the longest sequence,
+    no per-sequence call."""
+    start = 0
+    while start < len(codes):
+        stop, n = start + 1, len(codes[start])
+        while stop < len(codes) and n + gap + len(codes[stop]) <= residues:
+            n += gap + len(codes[stop])
+            stop += 1
+        row = np.full(n, PAD, dtype=np.int64)
+        starts = np.empty(stop - start, dtype=np.int64)
+        pos = 0
+        for r, k in enumerate(range(start, stop)):
+            starts[r] = pos
+            row[pos:pos + len(codes[k])] = codes[k]
+            pos += len(codes[k]) + gap
+        yield np.arange(start, stop), starts, row
+        start = stop
 
 
 @njit(cache=True, boundscheck=False, error_model="numpy", fastmath={"reassoc"})
@@ -130,38 +168,78 @@ class EncoderKernel:
     pad: int
 
     @classmethod
-    def from_encoder(cls, encoder) -> EncoderKernel:  # noqa: ANN001
-        """The kernel form of ``encoder``'s current weights."""
-        from homalign.model.encoder import PAD
+    def from_state(cls, state: Mapping[str, np.ndarray], dilations: tuple[int, ...],
+                   prefix: str = "encoder.", eps: float = LAYER_NORM_EPS) -> EncoderKernel:
+        """From the arrays of a saved model's state (``prefix``: the encoder's keys, e.g.
+        ``members.0.encoder.``) and its config's ``dilations``; no torch."""
 
+        def get(name: str) -> np.ndarray:
+            key = prefix + name
+            if key not in state:
+                raise ValueError(f"weights hold no {key}")
+            return np.ascontiguousarray(state[key], dtype=np.float32)
+
+        embed = get("embed.weight")
+        dim = embed.shape[1]
+        convs = [get(f"blocks.{b}.conv.weight") for b in range(len(dilations))]
+        for w in convs:
+            if w.shape[:2] != (dim, dim) or w.shape[2] % 2 == 0:
+                raise ValueError(f"the encoder kernel needs odd-width ({dim}, {dim}, K) "
+                                 f"convolutions, got {w.shape}")
+
+        def stack(arrays: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+            return (np.ascontiguousarray(np.stack(arrays)) if arrays
+                    else np.zeros((0, *shape), dtype=np.float32))
+
+        n = len(dilations)
+        return cls(
+            embed=embed,
+            template=get("template.weight") if prefix + "template.weight" in state else None,
+            norm_w=stack([get(f"blocks.{b}.norm.weight") for b in range(n)], (dim,)),
+            norm_b=stack([get(f"blocks.{b}.norm.bias") for b in range(n)], (dim,)),
+            norm_eps=(float(eps),) * n,
+            # (out, in, K) -> (in, K out): one product gives every tap's contribution
+            conv_w=stack([w.transpose(1, 2, 0).reshape(dim, -1) for w in convs], (dim, dim)),
+            conv_b=stack([get(f"blocks.{b}.conv.bias") for b in range(n)], (dim,)),
+            dilation=tuple(int(d) for d in dilations),
+            final_w=get("norm.weight"), final_b=get("norm.bias"), final_eps=float(eps),
+            pad=PAD)
+
+    @classmethod
+    def from_encoder(cls, encoder) -> EncoderKernel:  # noqa: ANN001
+        """The kernel form of a :class:`~homalign.model.encoder.ResidueEncoder`'s current
+        weights."""
         blocks = list(encoder.blocks)
         for b in blocks:
             if b.conv.kernel_size[0] % 2 == 0 or b.conv.stride[0] != 1 or b.conv.groups != 1:
                 raise ValueError("the encoder kernel needs odd-width, stride-1, ungrouped "
                                  f"convolutions, got {b.conv}")
+        eps = {float(b.norm.eps) for b in blocks} | {float(encoder.norm.eps)}
+        if len(eps) != 1:
+            raise ValueError(f"the encoder kernel needs one LayerNorm eps, got {sorted(eps)}")
+        state = {k: v.detach().cpu().numpy() for k, v in encoder.state_dict().items()}
+        return cls.from_state(state, tuple(int(b.conv.dilation[0]) for b in blocks), prefix="",
+                              eps=eps.pop())
 
-        def f32(t) -> np.ndarray:  # noqa: ANN001
-            return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float32)
+    @property
+    def dim(self) -> int:
+        return int(self.embed.shape[1])
 
-        dim = encoder.embed.weight.shape[1]
+    @property
+    def reach(self) -> int:
+        """Positions either side that one convolution reads (the widest block's)."""
+        k = self.conv_w.shape[2] // self.dim if len(self.conv_w) else 1
+        return max((d * (k - 1) // 2 for d in self.dilation), default=0)
 
-        def stack(tensors: list, shape: tuple[int, ...]) -> np.ndarray:
-            return (np.ascontiguousarray(np.stack([f32(t) for t in tensors])) if tensors
-                    else np.zeros((0, *shape), dtype=np.float32))
-
-        return cls(
-            embed=f32(encoder.embed.weight),
-            template=None if encoder.template is None else f32(encoder.template.weight),
-            norm_w=stack([b.norm.weight for b in blocks], (dim,)),
-            norm_b=stack([b.norm.bias for b in blocks], (dim,)),
-            norm_eps=tuple(float(b.norm.eps) for b in blocks),
-            # (out, in, K) -> (in, K out): one product gives every tap's contribution
-            conv_w=stack([b.conv.weight.permute(1, 2, 0).reshape(dim, -1) for b in blocks],
-                         (dim, dim)),
-            conv_b=stack([b.conv.bias for b in blocks], (dim,)),
-            dilation=tuple(int(b.conv.dilation[0]) for b in blocks),
-            final_w=f32(encoder.norm.weight), final_b=f32(encoder.norm.bias),
-            final_eps=float(encoder.norm.eps), pad=PAD)
+    def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
+        """float32 (L, dim) embeddings of each sequence, computed in packed rows
+        (:func:`pack_rows`), as views of the rows."""
+        out: list[np.ndarray] = [np.empty((0, self.dim), dtype=np.float32)] * len(codes)
+        for idx, starts, row in pack_rows(codes, self.reach):
+            e = self(row)
+            for k, s in zip(idx.tolist(), starts.tolist(), strict=True):
+                out[k] = e[s:s + len(codes[k])]
+        return out
 
     def __call__(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> np.ndarray:
         """float32 (n, dim) embeddings of a row of codes (``PAD`` between sequences);

@@ -17,13 +17,19 @@ computes the same numbers (tests: equal to float32 rounding).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import torch
 
 from homalign.dp import GapCosts
+from homalign.model.config import AlignerConfig
+from homalign.model.encoder_kernel import EncoderKernel
 from homalign.threads import one_blas_thread
+
+#: a scorer's arrays by their state-dict names (``scorer.`` stripped)
+SCORER_KEYS = ("log_scale", "W", "open_w", "ext_w", "open_bias", "ext_bias", "matrix")
 
 
 @dataclass(frozen=True)
@@ -51,19 +57,31 @@ class ClosedFormScores:
     def from_scorers(cls, scorers: list, dims: list[int]) -> ClosedFormScores:
         """From K :class:`homalign.model.scorer.PairScorer` without refiners, one substitution
         matrix, whose embeddings (widths ``dims``) are concatenated."""
+        return cls.from_arrays([{k: getattr(sc, k).detach().cpu().numpy() for k in SCORER_KEYS}
+                                for sc in scorers], dims)
+
+    @classmethod
+    def from_arrays(cls, scorers: list[Mapping[str, np.ndarray]], dims: list[int]
+                    ) -> ClosedFormScores:
+        """From K scorers' arrays (:data:`SCORER_KEYS`, as saved), no torch: the mean scale,
+        ``W = block_diag(sym(W_k)) / K`` and each member's gap heads, in float32 as torch
+        computes them."""
         k = len(scorers)
-        with torch.no_grad():
-            scale = sum(float(torch.exp(sc.log_scale)) for sc in scorers) / k
-            W = torch.block_diag(*(sc.bilinear() for sc in scorers)) / k
-            heads, start = [], 0
-            for sc, d in zip(scorers, dims, strict=True):
-                w = torch.stack([sc.open_w, sc.ext_w], dim=1).numpy().astype(np.float32)
-                bias = np.array([float(sc.open_bias), float(sc.ext_bias)], dtype=np.float32)
-                heads.append((start, start + d, np.ascontiguousarray(w), bias))
-                start += d
-            matrix = (scale * scorers[0].matrix).numpy()
-        return cls(np.ascontiguousarray(matrix, dtype=np.float32),
-                   np.ascontiguousarray(W.numpy(), dtype=np.float32), tuple(heads))
+        f32 = [{n: np.asarray(sc[n], dtype=np.float32) for n in SCORER_KEYS} for sc in scorers]
+        scale = sum(float(np.exp(sc["log_scale"].reshape(-1)[0])) for sc in f32) / k
+        W = np.zeros((sum(dims), sum(dims)), dtype=np.float32)
+        heads, start = [], 0
+        for sc, d in zip(f32, dims, strict=True):
+            W[start:start + d, start:start + d] = np.float32(0.5) * (sc["W"] + sc["W"].T)
+            w = np.stack([sc["open_w"], sc["ext_w"]], axis=1)
+            bias = np.array([sc["open_bias"].reshape(-1)[0], sc["ext_bias"].reshape(-1)[0]],
+                            dtype=np.float32)
+            heads.append((start, start + d, np.ascontiguousarray(w), bias))
+            start += d
+        W /= np.float32(k)
+        matrix = np.float32(scale) * f32[0]["matrix"]
+        return cls(np.ascontiguousarray(matrix, dtype=np.float32), np.ascontiguousarray(W),
+                   tuple(heads))
 
     def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, D): the members'
@@ -118,4 +136,111 @@ class ClosedFormScores:
         return out
 
 
-__all__ = ["ClosedFormScores", "QuerySide"]
+def _scorer_arrays(state: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    missing = [prefix + n for n in SCORER_KEYS if prefix + n not in state]
+    if missing:
+        raise ValueError(f"weights hold no {', '.join(missing)}")
+    return {n: np.asarray(state[prefix + n]) for n in SCORER_KEYS}
+
+
+@dataclass(frozen=True)
+class InferenceAligner:
+    """An aligner (or a fused ensemble) for inference from its saved arrays, without torch: the
+    encoder kernels (:mod:`homalign.model.encoder_kernel`) and the closed form. The numbers of
+    :class:`homalign.model.aligner.AlignerModel` / ``EnsembleAligner`` in eval mode (tests), on
+    numpy arrays; embeddings are (1, L, D) arrays. Weights with a pair refiner or template
+    encoder need the torch model (:meth:`from_state` refuses them)."""
+
+    cfg: AlignerConfig
+    encoders: tuple[EncoderKernel, ...]  # one a member
+    form: ClosedFormScores
+    #: the ranking adapter of a single aligner: (sym(W_h) float32 (d, d), shift), or None
+    homology: tuple[np.ndarray, float] | None = None
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, np.ndarray], meta: Mapping[str, Any]
+                   ) -> InferenceAligner:
+        """From a weight set's arrays (``safetensors.numpy``) and its JSON (``config``, or
+        ``ensemble`` with the members' configs; members' arrays under ``members.k.``)."""
+        if meta.get("ensemble"):
+            configs = [m["config"] for m in meta["ensemble"]["members"]]
+            prefixes = [f"members.{k}." for k in range(len(configs))]
+        else:
+            configs, prefixes = [meta["config"]], [""]
+        cfgs = [AlignerConfig.from_dict(c) for c in configs]
+        for c in cfgs:
+            if c.pair_channels > 0 or c.template:
+                raise ValueError("a pair refiner or a template encoder needs the torch model")
+        if len({c.matrix for c in cfgs}) != 1:
+            raise ValueError("ensemble members with different substitution matrices")
+        encoders = tuple(EncoderKernel.from_state(state, c.dilations, prefix=p + "encoder.")
+                         for c, p in zip(cfgs, prefixes, strict=True))
+        form = ClosedFormScores.from_arrays(
+            [_scorer_arrays(state, p + "scorer.") for p in prefixes], [c.dim for c in cfgs])
+        homology = None
+        if len(cfgs) == 1 and "homology.W" in state:
+            Wh = np.asarray(state["homology.W"], dtype=np.float32)
+            homology = (np.float32(0.5) * (Wh + Wh.T),
+                        float(np.asarray(state["homology.shift"], dtype=np.float32).reshape(-1)[0]))
+        return cls(cfgs[0], encoders, form, homology)
+
+    @property
+    def dim(self) -> int:
+        return sum(e.dim for e in self.encoders)
+
+    def embed(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> np.ndarray:
+        """float32 (1, L, D): the members' embeddings side by side."""
+        if tokens is not None:
+            raise ValueError("template tokens need the template weights' torch model")
+        return np.concatenate([e(codes) for e in self.encoders], axis=-1)[None]
+
+    def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
+        """:meth:`embed` of each sequence, each member in packed rows."""
+        per_member = [e.embed_many(codes) for e in self.encoders]
+        if len(per_member) == 1:
+            return [e[None] for e in per_member[0]]
+        return [np.concatenate(es, axis=-1)[None] for es in zip(*per_member, strict=True)]
+
+    def closed_form(self) -> ClosedFormScores:
+        return self.form
+
+    def score_many(self, codes_q: np.ndarray, e_q: Any, codes_t: list[np.ndarray],
+                   e_t: list[Any], profile_q: np.ndarray | None = None) -> list:
+        """(S float32 (Lq, Lt), GapCosts) of the query against each target."""
+        q = self.form.query(codes_q, _as_array(e_q), profile_q)
+        return self.form.many(q, list(codes_t), [_as_array(e) for e in e_t])
+
+    def score_embedded(self, codes_q: np.ndarray, e_q: Any, codes_t: np.ndarray, e_t: Any,
+                       profile_q: np.ndarray | None = None):
+        """(S float32 (Lq, Lt), GapCosts) of one pair."""
+        return self.score_many(codes_q, e_q, [codes_t], [e_t], profile_q)[0]
+
+    def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray,
+                   tokens_t: np.ndarray | None = None):
+        """(S, GapCosts) of two encoded sequences."""
+        return self.score_embedded(codes_q, self.embed(codes_q), codes_t,
+                                   self.embed(codes_t, tokens_t))
+
+    def homology_embedded(self, codes_q: np.ndarray, e_q: Any, codes_t: np.ndarray, e_t: Any,
+                          scores=None, profile_q: np.ndarray | None = None):
+        """(S_h float32 (Lq, Lt), GapCosts): ``S + e_q sym(W_h) e_t^T - shift``, the scores
+        whose local forward score ranks homologues (:class:`~homalign.model.scorer.
+        HomologyScore`)."""
+        if self.homology is None:
+            raise ValueError("these weights have no homology adapter")
+        if scores is None:
+            scores = self.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+        S, gaps = scores
+        Wh, shift = self.homology
+        with one_blas_thread():
+            S_h = S + (_as_array(e_q) @ Wh) @ _as_array(e_t).T - np.float32(shift)
+        return np.ascontiguousarray(S_h, dtype=np.float32), gaps
+
+
+def _as_array(e: Any) -> np.ndarray:
+    """float32 (L, D) of a (1, L, D) or (L, D) embedding (numpy or torch)."""
+    a = e.numpy() if hasattr(e, "numpy") and not isinstance(e, np.ndarray) else np.asarray(e)
+    return np.ascontiguousarray(a.reshape(-1, a.shape[-1]), dtype=np.float32)
+
+
+__all__ = ["SCORER_KEYS", "ClosedFormScores", "InferenceAligner", "QuerySide"]

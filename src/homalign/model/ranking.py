@@ -20,14 +20,16 @@ one-pair path (:func:`homalign.model.homology.ranking_scores` then
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import torch
+from numba import njit, prange
 
 from homalign.dp.forward_batch import local_forward_batch
-from homalign.model.aligner import EMBED_BATCH_RESIDUES
-from homalign.model.inference import ClosedFormScores
+from homalign.model.encoder_kernel import EMBED_BATCH_RESIDUES
+from homalign.model.inference import ClosedFormScores, InferenceAligner
 from homalign.score.bilinear import bilinear_exp, exp_inplace
 from homalign.threads import one_blas_thread
 
@@ -36,12 +38,35 @@ from homalign.threads import one_blas_thread
 MAX_CELL_SCORE = 60.0
 
 
+@njit(cache=True, parallel=True, error_model="numpy")
+def _half_to_single(h: np.ndarray, out: np.ndarray) -> None:
+    """IEEE half bits ``h`` (uint16) to single bits ``out`` (uint32), exactly; subnormal halves
+    (exponent 0, mantissa != 0) come out as signed zeros and are fixed by the caller."""
+    for i in prange(h.shape[0]):
+        x = np.uint32(h[i])
+        e = (x >> np.uint32(10)) & np.uint32(31)
+        m = (x & np.uint32(1023)) << np.uint32(13)
+        normal = m | ((e + np.uint32(112)) << np.uint32(23))
+        special = m | np.uint32(0x7F800000)
+        v = special if e == np.uint32(31) else (normal if e != np.uint32(0) else np.uint32(0))
+        out[i] = ((x & np.uint32(0x8000)) << np.uint32(16)) | v
+
+
 def _as_float32(a: np.ndarray) -> np.ndarray:
-    """``a`` as a C-contiguous float32 array; float16 through torch's vectorised conversion
-    (exact, as numpy's, which converts one value at a time: ~10x slower)."""
-    if a.dtype == np.float16:
-        return torch.from_numpy(np.ascontiguousarray(a)).float().numpy()
-    return np.ascontiguousarray(a, dtype=np.float32)
+    """``a`` as a C-contiguous float32 array; float16 by a compiled bit conversion (exact, as
+    numpy's, which converts one value at a time: ~10x slower)."""
+    if a.dtype != np.float16:
+        return np.ascontiguousarray(a, dtype=np.float32)
+    h = np.ascontiguousarray(a).view(np.uint16)
+    bits = np.empty(h.shape, dtype=np.uint32)
+    _half_to_single(h.reshape(-1), bits.reshape(-1))
+    out = bits.view(np.float32)
+    sub = np.flatnonzero(((h & 0x7C00) == 0) & ((h & 0x3FF) != 0))
+    if len(sub):  # m * 2**-24, exact in float32
+        flat, hs = out.reshape(-1), h.reshape(-1)[sub]
+        mag = (hs & 0x3FF).astype(np.float32) * np.float32(2.0 ** -24)
+        flat[sub] = np.where(hs & 0x8000, -mag, mag)
+    return out
 
 
 @dataclass(frozen=True)
@@ -59,7 +84,7 @@ class QueryRep:
 class RankingModel:
     """Closed form of a ranking weight set (see the module docstring)."""
 
-    model: object  # homalign.model.AlignerModel, eval mode
+    aligner: InferenceAligner  # the ranking weights' aligner (one member)
     W: np.ndarray  # float32 (d, d)
     matrix: np.ndarray  # float32 (K, K): scale * padded substitution matrix
     shift: float
@@ -67,19 +92,30 @@ class RankingModel:
     gaps: ClosedFormScores  # the aligner's closed form: its gap-cost heads
 
     @classmethod
-    def from_model(cls, model: object, weights: bytes) -> RankingModel:
-        """``weights``: the safetensors bytes the model was built from (its fingerprint)."""
-        sc = model.scorer
-        if getattr(sc, "refine", None) is not None:
-            raise ValueError("the batched ranking score needs weights without a pair refiner")
-        with torch.no_grad():
-            W = (sc.bilinear() + 0.5 * (model.homology.W + model.homology.W.T)).numpy()
-            matrix = (torch.exp(sc.log_scale) * sc.matrix).numpy()
-            shift = float(model.homology.shift)
-        return cls(model, np.ascontiguousarray(W, dtype=np.float32),
+    def from_state(cls, state: Mapping[str, np.ndarray], meta: Mapping[str, Any],
+                   weights: bytes) -> RankingModel:
+        """From the ranking weights' arrays and JSON; ``weights``: the safetensors bytes they
+        were read from (the fingerprint). No torch."""
+        aligner = InferenceAligner.from_state(state, meta)
+        if len(aligner.encoders) != 1 or aligner.homology is None:
+            raise ValueError("the batched ranking score needs one aligner with a homology "
+                             "adapter")
+        sc = {k: np.asarray(state["scorer." + k], dtype=np.float32)
+              for k in ("W", "log_scale", "matrix")}
+        Wh, shift = aligner.homology
+        W = np.float32(0.5) * (sc["W"] + sc["W"].T) + Wh
+        matrix = np.exp(sc["log_scale"].reshape(-1)[:1]) * sc["matrix"]
+        return cls(aligner, np.ascontiguousarray(W, dtype=np.float32),
                    np.ascontiguousarray(matrix, dtype=np.float32), shift,
-                   hashlib.sha256(weights).hexdigest()[:16],
-                   ClosedFormScores.from_scorers([sc], [model.cfg.dim]))
+                   hashlib.sha256(weights).hexdigest()[:16], aligner.form)
+
+    @classmethod
+    def from_model(cls, model: Any, weights: bytes) -> RankingModel:
+        """From a loaded torch :class:`~homalign.model.aligner.AlignerModel` (tests)."""
+        if getattr(model.scorer, "refine", None) is not None:
+            raise ValueError("the batched ranking score needs weights without a pair refiner")
+        state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
+        return cls.from_state(state, {"config": model.cfg.to_dict()}, weights)
 
     @property
     def dim(self) -> int:
@@ -89,8 +125,7 @@ class RankingModel:
     def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
         """float32 (L, d) embeddings of each sequence, in packed rows
         (:meth:`homalign.model.aligner.AlignerModel.embed_many`)."""
-        return [np.ascontiguousarray(e[0].numpy(), dtype=np.float32)
-                for e in self.model.embed_many(codes)]
+        return self.aligner.encoders[0].embed_many(codes)
 
     def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each

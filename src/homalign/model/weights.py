@@ -17,14 +17,15 @@ import os
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from safetensors.torch import load as st_load
-from safetensors.torch import save as st_save
+import numpy as np
 
 from homalign.io.atomic import atomic_write_bytes
-from homalign.model.aligner import AlignerModel, EnsembleAligner
 from homalign.model.config import AlignerConfig
+
+if TYPE_CHECKING:  # the torch model is imported where it is built: inference needs no torch
+    from homalign.model.aligner import AlignerModel, EnsembleAligner
 
 BUNDLED = "learned"
 WEIGHTS_ENV = "HOMALIGN_WEIGHTS"
@@ -33,6 +34,8 @@ WEIGHTS_ENV = "HOMALIGN_WEIGHTS"
 def save_model(model: AlignerModel | EnsembleAligner, stem: str | Path,
                extra: dict | None = None) -> None:
     """Write ``<stem>.safetensors`` and ``<stem>.json`` (config + ``extra`` metadata)."""
+    from safetensors.torch import save as st_save
+
     stem = Path(stem)
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     atomic_write_bytes(stem.with_suffix(".safetensors"), st_save(tensors))
@@ -41,6 +44,10 @@ def save_model(model: AlignerModel | EnsembleAligner, stem: str | Path,
 
 
 def _build(weights: bytes, meta: dict) -> AlignerModel | EnsembleAligner:
+    from safetensors.torch import load as st_load
+
+    from homalign.model.aligner import EnsembleAligner
+
     state = st_load(weights)
     if meta.get("ensemble"):  # homalign.model.ensemble: members' tensors under "members.k."
 
@@ -61,6 +68,8 @@ def _build(weights: bytes, meta: dict) -> AlignerModel | EnsembleAligner:
 
 
 def _build_one(state: dict, config: dict) -> AlignerModel:
+    from homalign.model.aligner import AlignerModel
+
     model = AlignerModel(AlignerConfig.from_dict(config))
     own = model.state_dict()
     for k, v in state.items():  # scalars saved as 0-dim by early versions
@@ -143,4 +152,25 @@ def _load_bundled(name: str, override: str | None) -> tuple[AlignerModel | Ensem
     return _build(weights, meta), meta
 
 
-__all__ = ["WEIGHTS_ENV", "bundled_file", "load_bundled", "load_model", "save_model"]
+def load_bundled_arrays(name: str = BUNDLED) -> tuple[dict[str, np.ndarray], dict, bytes]:
+    """A bundled set as (arrays by state-dict name, metadata, the safetensors bytes), read with
+    ``safetensors.numpy`` (cached): what the torch-free inference forms
+    (:class:`homalign.model.inference.InferenceAligner`, :class:`homalign.model.ranking.
+    RankingModel`) are built from."""
+    return _load_arrays(name, os.environ.get(WEIGHTS_ENV) or None)
+
+
+@cache
+def _load_arrays(name: str, override: str | None) -> tuple[dict[str, np.ndarray], dict, bytes]:
+    from safetensors.numpy import load as np_load
+
+    config = bundled_file(name, ".json")
+    if not config.is_file():
+        raise FileNotFoundError(f"no bundled weights named {name!r} in homalign/weights"
+                                + (f" or ${WEIGHTS_ENV} ({override})" if override else ""))
+    weights = bundled_file(name, ".safetensors").read_bytes()
+    return np_load(weights), json.loads(config.read_text()), weights
+
+
+__all__ = ["WEIGHTS_ENV", "bundled_file", "load_bundled", "load_bundled_arrays", "load_model",
+           "save_model"]
