@@ -65,6 +65,12 @@ def test_two_members_on_a_column_share_its_weight() -> None:
     S_prof, _ = model.score_embedded(q, prof.embedding, t, e["t"], prof.residues)
     np.testing.assert_allclose(S_prof, 0.4 * S["q"] + 0.3 * S["m1"] + 0.3 * S["m2"],
                                rtol=1e-4, atol=1e-4)
+    # numpy embeddings (the torch-free inference path's) give the same profile
+    as_np = {k: v.numpy() for k, v in e.items()}
+    prof_np = build_profile(q, as_np["q"], [ProfileMember(m1, as_np["m1"], diag),
+                                           ProfileMember(m2, as_np["m2"], diag)], query_weight=0.4)
+    np.testing.assert_array_equal(prof_np.embedding, prof.embedding)
+    np.testing.assert_array_equal(prof_np.residues, prof.residues)
 
 
 def test_bad_profile_input_is_rejected() -> None:

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from homalign.alphabet import N_CODES
 
@@ -31,30 +30,38 @@ PROFILE_COLUMNS = N_CODES + 1  # the scorer's matrix rows: every residue code pl
 
 @dataclass(frozen=True)
 class ProfileMember:
-    """One aligned hit: its residue codes, embeddings (1, Lt, dim) and (query, hit) pairs."""
+    """One aligned hit: its residue codes, embeddings (1, Lt, dim) (numpy or torch) and (query,
+    hit) pairs."""
 
     codes: np.ndarray
-    embedding: Tensor
+    embedding: Any
     pairs: np.ndarray
 
 
 @dataclass(frozen=True)
 class LearnedProfile:
-    """A query's profile: residue weights (L, K) float32, embeddings (1, L, dim), member count."""
+    """A query's profile: residue weights (L, K) float32, embeddings (1, L, dim) float32, member
+    count."""
 
     residues: np.ndarray
-    embedding: Tensor
+    embedding: np.ndarray
     n_members: int
 
 
-def build_profile(codes: np.ndarray, embedding: Tensor, members: Iterable[ProfileMember],
+def _rows64(e: Any) -> np.ndarray:
+    """float64 (L, dim) of (1, L, dim) embeddings, numpy or torch."""
+    a = e.detach().cpu().numpy() if hasattr(e, "detach") else np.asarray(e)
+    return np.asarray(a[0], dtype=np.float64)
+
+
+def build_profile(codes: np.ndarray, embedding: Any, members: Iterable[ProfileMember],
                   query_weight: float = 0.5) -> LearnedProfile:
     """Profile of a query (codes, embeddings (1, L, dim)) and its aligned ``members``."""
     if not 0.0 < query_weight <= 1.0:
         raise ValueError(f"query_weight must be in (0, 1], got {query_weight}")
     codes = np.asarray(codes, dtype=np.int64)
     L = len(codes)
-    e_q = embedding[0].detach().to(torch.float64).numpy()
+    e_q = _rows64(embedding)
     sum_e = np.zeros_like(e_q)
     sum_r = np.zeros((L, PROFILE_COLUMNS))
     count = np.zeros(L)
@@ -66,7 +73,7 @@ def build_profile(codes: np.ndarray, embedding: Tensor, members: Iterable[Profil
         i, j = p[:, 0], p[:, 1]
         if i.min() < 0 or i.max() >= L or j.min() < 0 or j.max() >= len(m.codes):
             raise ValueError("a profile member's pairs fall outside the query or the member")
-        e_m = m.embedding[0].detach().to(torch.float64).numpy()
+        e_m = _rows64(m.embedding)
         np.add.at(sum_e, i, e_m[j])
         np.add.at(sum_r, (i, np.asarray(m.codes, dtype=np.int64)[j]), 1.0)
         np.add.at(count, i, 1.0)
@@ -78,7 +85,7 @@ def build_profile(codes: np.ndarray, embedding: Tensor, members: Iterable[Profil
     e = (1.0 - w) * e_q + w * sum_e / c
     r = (1.0 - w) * own + w * sum_r / c
     return LearnedProfile(np.ascontiguousarray(r, dtype=np.float32),
-                          torch.as_tensor(e, dtype=torch.float32)[None], n)
+                          np.ascontiguousarray(e, dtype=np.float32)[None], n)
 
 
 __all__ = ["LearnedProfile", "PROFILE_COLUMNS", "ProfileMember", "build_profile"]
