@@ -156,6 +156,20 @@ def test_inference_aligner_is_the_torch_model_without_torch(tmp_path) -> None:
     np.testing.assert_allclose(S_h, ref, rtol=1e-6, atol=1e-6)
 
 
+def test_inference_aligner_reads_template_tokens(tmp_path) -> None:
+    torch.manual_seed(10)
+    model = AlignerModel(AlignerConfig(dim=8, dilations=(1, 2), template=True)).eval()
+    with torch.no_grad():
+        model.encoder.template.weight.normal_(0.0, 0.5)
+    from homalign.model.inference import InferenceAligner
+
+    state, meta = _saved_arrays(model, tmp_path)
+    twin = InferenceAligner.from_state(state, meta)
+    codes, tokens = _codes(30, 11), np.random.default_rng(12).integers(0, 12, 30)
+    np.testing.assert_array_equal(twin.embed(codes, tokens), model.embed(codes, tokens).numpy())
+    assert not np.array_equal(twin.embed(codes, tokens), twin.embed(codes))
+
+
 def test_inference_aligner_refuses_what_needs_torch(tmp_path) -> None:
     from homalign.model.inference import InferenceAligner
 
@@ -202,7 +216,7 @@ def test_float16_embeddings_convert_exactly() -> None:
 
 
 def test_learned_align_and_search_run_without_torch(tmp_path) -> None:
-    """The sequence-only learned aligner and search never import torch (start-up)."""
+    """The learned aligner (template mode included) and search never import torch (start-up)."""
     import subprocess
     import sys
 
@@ -215,6 +229,10 @@ def test_learned_align_and_search_run_without_torch(tmp_path) -> None:
             f"hits = homalign.search('MKVLAAGIVGLLLAVSAHAATEEKKEVVLAG', {str(fasta)!r}, "
             "method='learned', evalue=1e9)\n"
             "assert hits and hits[0].alignment is not None\n"
+            "from homalign import examples\n"
+            "from homalign.cli import main\n"
+            "main(['align', str(examples.path('query.fa')), str(examples.path('template.fa')),\n"
+            "      '--template', str(examples.path('template.tem')), '-o', '/dev/null'])\n"
             "print('torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -10,7 +10,8 @@ from homalign.errors import InputError
 from homalign.evaluate import bundled_homstrad_dev
 from homalign.model.aligner import AlignerModel
 from homalign.model.config import AlignerConfig
-from homalign.model.encoder import PAD, template_tokens
+from homalign.model.encoder import PAD
+from homalign.model.encoder_kernel import template_tokens
 from homalign.model.template import parse_template, read_template_annotations
 
 

@@ -51,10 +51,6 @@ def _available() -> str | None:
     for name in (ALIGN_WEIGHTS, SEARCH_WEIGHTS):
         if not base.joinpath(f"{name}.safetensors").is_file():
             return f"the bundled weights homalign/weights/{name}.safetensors are missing"
-    from importlib.util import find_spec
-
-    if find_spec("torch") is None:  # training, template mode and query profiles need it
-        return "torch is not installed"
     return None
 
 
@@ -73,8 +69,7 @@ def _fingerprint() -> str:
 def _model(name: str = ALIGN_WEIGHTS):
     """(model, metadata) of a bundled weight set for inference: the torch-free
     :class:`homalign.model.inference.InferenceAligner` (the same numbers as the torch model,
-    without importing torch), or the torch model where the weights need it (template encoder,
-    pair refiner)."""
+    without importing torch), or the torch model where the weights need it (a pair refiner)."""
     import os
 
     from homalign.model.weights import WEIGHTS_ENV, load_bundled_arrays

@@ -10,7 +10,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from homalign.alphabet import N_CODES
-from homalign.model.encoder_kernel import PAD
+from homalign.model.encoder_kernel import N_TEMPLATE, PAD
 
 
 class ConvBlock(nn.Module):
@@ -30,16 +30,6 @@ class ConvBlock(nn.Module):
         h = (self.norm(x) * mask).transpose(1, 2).contiguous()
         h = self.conv(h).transpose(1, 2)
         return (x + self.drop(nn.functional.gelu(h))) * mask
-
-
-N_TEMPLATE = 12
-"""Template tokens: ``(ss + 1) * 3 + (acc + 1)`` for ss in {-1 unknown, 0 helix, 1 strand, 2 other}
-and acc in {-1 unknown, 0 exposed, 1 buried}; token 0 (nothing known) adds nothing."""
-
-
-def template_tokens(ss: Tensor, acc: Tensor) -> Tensor:
-    """Template tokens from per-residue class labels (-1 = unknown, as in the training batches)."""
-    return (ss.clamp(-1, 2) + 1) * 3 + (acc.clamp(-1, 1) + 1)
 
 
 class ResidueEncoder(nn.Module):

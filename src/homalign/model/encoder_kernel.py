@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -33,10 +34,21 @@ from numba import njit
 from homalign.alphabet import N_CODES
 from homalign.threads import one_blas_thread
 
-__all__ = ["EMBED_BATCH_RESIDUES", "LAYER_NORM_EPS", "PAD", "EncoderKernel", "gelu", "pack_rows"]
+__all__ = ["EMBED_BATCH_RESIDUES", "LAYER_NORM_EPS", "N_TEMPLATE", "PAD", "EncoderKernel", "gelu",
+           "pack_rows", "template_tokens"]
 
 PAD = N_CODES
 """Code used to pad rows and batches (one past the alphabet; the encoder's ``PAD``)."""
+
+N_TEMPLATE = 12
+"""Template tokens: ``(ss + 1) * 3 + (acc + 1)`` for ss in {-1 unknown, 0 helix, 1 strand, 2 other}
+and acc in {-1 unknown, 0 exposed, 1 buried}; token 0 (nothing known) adds nothing."""
+
+
+def template_tokens(ss: Any, acc: Any) -> Any:
+    """Template tokens from per-residue class labels (-1 = unknown, as in the training batches):
+    numpy arrays or torch tensors (both have ``clip``)."""
+    return (ss.clip(-1, 2) + 1) * 3 + (acc.clip(-1, 1) + 1)
 
 #: residues per encoder call when embedding many sequences (one packed row, about 2 MB of
 #: activations per layer at dim 32)

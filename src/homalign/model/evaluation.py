@@ -60,7 +60,7 @@ class EvalPair:
 def from_train_pairs(pairs: Sequence[TrainPair]) -> list[EvalPair]:
     """Evaluation pairs from (whole, uncropped) training pairs (with the target's template
     tokens)."""
-    from homalign.model.encoder import template_tokens
+    from homalign.model.encoder_kernel import template_tokens
 
     return [EvalPair(p.name, p.q, p.t, p.pairs, p.identity,
                      template_tokens(torch.as_tensor(p.t_ss), torch.as_tensor(p.t_acc)).numpy())

@@ -148,8 +148,8 @@ class InferenceAligner:
     """An aligner (or a fused ensemble) for inference from its saved arrays, without torch: the
     encoder kernels (:mod:`homalign.model.encoder_kernel`) and the closed form. The numbers of
     :class:`homalign.model.aligner.AlignerModel` / ``EnsembleAligner`` in eval mode (tests), on
-    numpy arrays; embeddings are (1, L, D) arrays. Weights with a pair refiner or template
-    encoder need the torch model (:meth:`from_state` refuses them)."""
+    numpy arrays; embeddings are (1, L, D) arrays. Weights with a pair refiner need the torch
+    model (:meth:`from_state` refuses them)."""
 
     cfg: AlignerConfig
     encoders: tuple[EncoderKernel, ...]  # one a member
@@ -169,8 +169,8 @@ class InferenceAligner:
             configs, prefixes = [meta["config"]], [""]
         cfgs = [AlignerConfig.from_dict(c) for c in configs]
         for c in cfgs:
-            if c.pair_channels > 0 or c.template:
-                raise ValueError("a pair refiner or a template encoder needs the torch model")
+            if c.pair_channels > 0:
+                raise ValueError("a pair refiner needs the torch model")
         if len({c.matrix for c in cfgs}) != 1:
             raise ValueError("ensemble members with different substitution matrices")
         encoders = tuple(EncoderKernel.from_state(state, c.dilations, prefix=p + "encoder.")
@@ -189,10 +189,9 @@ class InferenceAligner:
         return sum(e.dim for e in self.encoders)
 
     def embed(self, codes: np.ndarray, tokens: np.ndarray | None = None) -> np.ndarray:
-        """float32 (1, L, D): the members' embeddings side by side."""
-        if tokens is not None:
-            raise ValueError("template tokens need the template weights' torch model")
-        return np.concatenate([e(codes) for e in self.encoders], axis=-1)[None]
+        """float32 (1, L, D): the members' embeddings side by side; ``tokens``: template tokens
+        (template weights)."""
+        return np.concatenate([e(codes, tokens) for e in self.encoders], axis=-1)[None]
 
     def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
         """:meth:`embed` of each sequence, each member in packed rows."""

@@ -39,7 +39,8 @@ from homalign.model.data import (
     load_tmalign,
     split_by_group,
 )
-from homalign.model.encoder import PAD, template_tokens
+from homalign.model.encoder import PAD
+from homalign.model.encoder_kernel import template_tokens
 from homalign.model.evaluation import HELD_OUT, make_evaluate, resolve_eval_pairs
 from homalign.model.loss import (
     alignment_nll,

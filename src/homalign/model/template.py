@@ -2,8 +2,9 @@
 
 HHpred aligns a query to a *template* whose structure is known and reads the template's DSSP
 states; the learned aligner's template mode does the same with the target: its 3-state secondary
-structure and 2-state accessibility become tokens (``homalign.model.encoder.template_tokens``)
-that the template encoder adds to the residue embeddings. Strings use one letter per residue:
+structure and 2-state accessibility become tokens
+(``homalign.model.encoder_kernel.template_tokens``) that the template encoder adds to the residue
+embeddings. Strings use one letter per residue:
 
 * secondary structure (DSSP or JOY letters): ``H G I`` helix, ``E B`` strand, any other letter
   (``C T S P``, ``-`` or space) other; ``?`` or ``X`` unknown;
@@ -27,7 +28,7 @@ def parse_template(length: int, ss: str, acc: str | None = None, *, record: str 
                    path: str | None = None) -> np.ndarray:
     """Template tokens (int64, ``length``) from a secondary-structure string and an optional
     accessibility string (see the module docstring); errors name the record and the position."""
-    from homalign.model.encoder import template_tokens
+    from homalign.model.encoder_kernel import template_tokens
 
     if len(ss) != length:
         raise InputError(f"secondary structure has {len(ss)} letters for {length} residues",
@@ -49,9 +50,7 @@ def parse_template(length: int, ss: str, acc: str | None = None, *, record: str 
                                  f"(buried) or -/? (unknown)", path=path, record=record,
                                  column=k + 1)
             acc_cls[k] = _ACC[c]
-    import torch
-
-    return template_tokens(torch.as_tensor(ss_cls), torch.as_tensor(acc_cls)).numpy()
+    return template_tokens(ss_cls, acc_cls)
 
 
 def read_template_annotations(path: str) -> dict[str, tuple[str, str | None]]:
