@@ -184,6 +184,8 @@ def test_inference_aligner_refuses_what_needs_torch(tmp_path) -> None:
 
 
 def test_ranking_model_from_arrays_equals_the_torch_model(tmp_path) -> None:
+    import hashlib
+
     from homalign.model.ranking import RankingModel
 
     model = _model(9)
@@ -192,10 +194,9 @@ def test_ranking_model_from_arrays_equals_the_torch_model(tmp_path) -> None:
         model.homology.shift.fill_(0.4)
     state, meta = _saved_arrays(model, tmp_path)
     raw = (tmp_path / "m.safetensors").read_bytes()
-    a, b = RankingModel.from_state(state, meta, raw), RankingModel.from_model(model, raw)
-    np.testing.assert_array_equal(a.W, b.W)
-    np.testing.assert_array_equal(a.matrix, b.matrix)
-    assert a.shift == b.shift == np.float32(0.4) and a.fingerprint == b.fingerprint
+    a = RankingModel.from_state(state, meta, raw)
+    assert a.shift == np.float32(0.4)
+    assert a.fingerprint == hashlib.sha256(raw).hexdigest()[:16]
     with torch.no_grad():  # the adapter's closed form, as torch computes it
         W = (model.scorer.bilinear() + 0.5 * (model.homology.W + model.homology.W.T)).numpy()
         matrix = (torch.exp(model.scorer.log_scale) * model.scorer.matrix).numpy()

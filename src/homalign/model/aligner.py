@@ -13,7 +13,7 @@ from homalign.dp.soft import SoftGaps
 from homalign.model.config import AlignerConfig
 from homalign.model.encoder import PAD, ResidueEncoder
 from homalign.model.encoder_kernel import EMBED_BATCH_RESIDUES, EncoderKernel, pack_rows
-from homalign.model.inference import ClosedFormScores
+from homalign.model.inference import ClosedFormScores, embedding_rows
 from homalign.model.scorer import HomologyScore, PairScorer
 
 N_SS = 3  # helix, strand, other (from the JOY "secondary structure and phi angle" track)
@@ -25,12 +25,6 @@ def packed_batches(codes: list[np.ndarray], gap: int, residues: int = EMBED_BATC
     """:func:`homalign.model.encoder_kernel.pack_rows` with each row as an int64 (1, N) tensor."""
     for idx, starts, row in pack_rows(codes, gap, residues):
         yield idx, starts, torch.from_numpy(row)[None]
-
-
-def _as_numpy(e: Tensor | np.ndarray) -> np.ndarray:
-    """float32 (L, D) of a (1, L, D) or (L, D) embedding."""
-    a = e.numpy() if isinstance(e, Tensor) else np.asarray(e)
-    return a.reshape(-1, a.shape[-1])
 
 
 def _torch_scores(score, codes_q: np.ndarray, codes_t: np.ndarray,
@@ -134,8 +128,8 @@ class AlignerModel(nn.Module):
         pair refiner runs its torch scorer pair by pair."""
         form = self.closed_form()
         if form is not None:
-            q = form.query(codes_q, _as_numpy(e_q), profile_q)
-            return form.many(q, list(codes_t), [_as_numpy(e) for e in e_t])
+            q = form.query(codes_q, embedding_rows(e_q), profile_q)
+            return form.many(q, list(codes_t), [embedding_rows(e) for e in e_t])
         return [_torch_scores(lambda cq, ct, prof, e=e: self.scorer(cq, e_q, ct, e, prof),
                               codes_q, c, profile_q) for c, e in zip(codes_t, e_t, strict=True)]
 
@@ -241,8 +235,8 @@ class EnsembleAligner(nn.Module):
         gap-cost vectors (the closed form when ``_fused``, else the members' torch scorers)."""
         form = self.closed_form()
         if form is not None:
-            q = form.query(codes_q, _as_numpy(e_q), profile_q)
-            return form.many(q, list(codes_t), [_as_numpy(e) for e in e_t])
+            q = form.query(codes_q, embedding_rows(e_q), profile_q)
+            return form.many(q, list(codes_t), [embedding_rows(e) for e in e_t])
 
         def mean(cq: Tensor, ct: Tensor, prof: Tensor | None, e: Tensor) -> tuple:
             return _mean_scores([m.scorer(cq, a, ct, b, prof) for m, a, b in

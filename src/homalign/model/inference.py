@@ -206,8 +206,8 @@ class InferenceAligner:
     def score_many(self, codes_q: np.ndarray, e_q: Any, codes_t: list[np.ndarray],
                    e_t: list[Any], profile_q: np.ndarray | None = None) -> list:
         """(S float32 (Lq, Lt), GapCosts) of the query against each target."""
-        q = self.form.query(codes_q, _as_array(e_q), profile_q)
-        return self.form.many(q, list(codes_t), [_as_array(e) for e in e_t])
+        q = self.form.query(codes_q, embedding_rows(e_q), profile_q)
+        return self.form.many(q, list(codes_t), [embedding_rows(e) for e in e_t])
 
     def score_embedded(self, codes_q: np.ndarray, e_q: Any, codes_t: np.ndarray, e_t: Any,
                        profile_q: np.ndarray | None = None):
@@ -232,14 +232,14 @@ class InferenceAligner:
         S, gaps = scores
         Wh, shift = self.homology
         with one_blas_thread():
-            S_h = S + (_as_array(e_q) @ Wh) @ _as_array(e_t).T - np.float32(shift)
+            S_h = S + (embedding_rows(e_q) @ Wh) @ embedding_rows(e_t).T - np.float32(shift)
         return np.ascontiguousarray(S_h, dtype=np.float32), gaps
 
 
-def _as_array(e: Any) -> np.ndarray:
-    """float32 (L, D) of a (1, L, D) or (L, D) embedding (numpy or torch)."""
-    a = e.numpy() if hasattr(e, "numpy") and not isinstance(e, np.ndarray) else np.asarray(e)
+def embedding_rows(e: Any) -> np.ndarray:
+    """float32 (L, D) of a (1, L, D) or (L, D) embedding, numpy or torch (detached)."""
+    a = e.detach().cpu().numpy() if hasattr(e, "detach") else np.asarray(e)
     return np.ascontiguousarray(a.reshape(-1, a.shape[-1]), dtype=np.float32)
 
 
-__all__ = ["SCORER_KEYS", "ClosedFormScores", "InferenceAligner", "QuerySide"]
+__all__ = ["SCORER_KEYS", "ClosedFormScores", "InferenceAligner", "QuerySide", "embedding_rows"]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from homalign.alphabet import N_CODES
+from homalign.model.inference import embedding_rows
 
 PROFILE_COLUMNS = N_CODES + 1  # the scorer's matrix rows: every residue code plus padding
 
@@ -48,11 +49,6 @@ class LearnedProfile:
     n_members: int
 
 
-def _rows64(e: Any) -> np.ndarray:
-    """float64 (L, dim) of (1, L, dim) embeddings, numpy or torch."""
-    a = e.detach().cpu().numpy() if hasattr(e, "detach") else np.asarray(e)
-    return np.asarray(a[0], dtype=np.float64)
-
 
 def build_profile(codes: np.ndarray, embedding: Any, members: Iterable[ProfileMember],
                   query_weight: float = 0.5) -> LearnedProfile:
@@ -61,7 +57,7 @@ def build_profile(codes: np.ndarray, embedding: Any, members: Iterable[ProfileMe
         raise ValueError(f"query_weight must be in (0, 1], got {query_weight}")
     codes = np.asarray(codes, dtype=np.int64)
     L = len(codes)
-    e_q = _rows64(embedding)
+    e_q = embedding_rows(embedding).astype(np.float64)
     sum_e = np.zeros_like(e_q)
     sum_r = np.zeros((L, PROFILE_COLUMNS))
     count = np.zeros(L)
@@ -73,7 +69,7 @@ def build_profile(codes: np.ndarray, embedding: Any, members: Iterable[ProfileMe
         i, j = p[:, 0], p[:, 1]
         if i.min() < 0 or i.max() >= L or j.min() < 0 or j.max() >= len(m.codes):
             raise ValueError("a profile member's pairs fall outside the query or the member")
-        e_m = _rows64(m.embedding)
+        e_m = embedding_rows(m.embedding).astype(np.float64)
         np.add.at(sum_e, i, e_m[j])
         np.add.at(sum_r, (i, np.asarray(m.codes, dtype=np.int64)[j]), 1.0)
         np.add.at(count, i, 1.0)

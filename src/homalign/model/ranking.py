@@ -109,14 +109,6 @@ class RankingModel:
                    np.ascontiguousarray(matrix, dtype=np.float32), shift,
                    hashlib.sha256(weights).hexdigest()[:16], aligner.form)
 
-    @classmethod
-    def from_model(cls, model: Any, weights: bytes) -> RankingModel:
-        """From a loaded torch :class:`~homalign.model.aligner.AlignerModel` (tests)."""
-        if getattr(model.scorer, "refine", None) is not None:
-            raise ValueError("the batched ranking score needs weights without a pair refiner")
-        state = {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
-        return cls.from_state(state, {"config": model.cfg.to_dict()}, weights)
-
     @property
     def dim(self) -> int:
         return int(self.W.shape[0])
