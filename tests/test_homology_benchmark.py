@@ -192,8 +192,12 @@ def test_run_benchmark_end_to_end(tmp_path):
     with open(tmp_path / "out" / "summary.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0]) == ["method", "queries", "family", "superfamily", "fold",
-                             "superfamily_exclusive", "fold_exclusive", "seconds"]
+                             "superfamily_exclusive", "fold_exclusive", "seconds",
+                             "warmup_seconds"]
     assert float(rows[0]["family"]) == 1.0
+    assert float(rows[0]["warmup_seconds"]) > 0  # the first query alone, before the timed run
+    with open(tmp_path / "out" / "hits" / "sw.tsv") as fh:  # the timed run's hits only
+        assert len({line.split("\t")[0] for line in fh if line.strip()}) == 8
     assert (tmp_path / "out" / "sensitivity.png").stat().st_size > 1000
     with open(tmp_path / "out" / "precision_recall.csv") as fh:
         pr = list(csv.DictReader(fh))
