@@ -388,3 +388,38 @@ def test_one_query_against_slices_of_packed_codes_equals_the_float_path() -> Non
         score_local_query_packed(q, codes, [len(codes) - 2], [5], M)
     with pytest.raises(ValueError, match="codes"):
         score_local_query_packed(q + 30, codes, [0], [5], M)
+
+
+def test_int8_layout_made_once_serves_every_query() -> None:
+    """A database's int8 layout (targets sorted by length, lane-major codes) is made once and
+    kept: every query scores the same with it as with a layout made for it, and a layout of
+    other targets is refused (without AVX-512 VBMI no layout is asked for)."""
+    from homalign.dp.lanes import score_local_query_packed
+
+    rng = np.random.default_rng(43)
+    ts = [rng.integers(0, 23, int(rng.integers(1, 200))) for _ in range(150)]
+    codes = np.concatenate(ts).astype(np.uint8)
+    lens = np.array([len(t) for t in ts], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+    layout = lanes_int.int8_layout(codes, starts, lens)
+    assert np.array_equal(layout.order, np.argsort(lens, kind="stable"))
+    assert layout.codes.shape == (int(layout.widths.sum()) * LANES8,)
+    g0 = layout.order[:LANES8]  # the first group's lane 5 holds its sixth target's codes
+    assert np.array_equal(layout.codes[5:LANES8 * lens[g0[5]]:LANES8], ts[g0[5]])
+    made = []
+
+    def kept() -> lanes_int.Int8Layout:
+        made.append(1)
+        return layout
+
+    for q in (rng.integers(0, 20, 90), rng.integers(0, 20, 7), ts[40].copy()):
+        got = score_local_query_packed(q, codes, starts, lens, B62, layout=kept)
+        want = score_local_codes_float32([q] * len(ts), ts, B62, 11.0, 1.0)
+        assert np.array_equal(got, want)
+    assert len(made) == (3 if lanes_int.AVAILABLE8 else 0)
+    if not lanes_int.AVAILABLE8:
+        return
+    g, e = np.float32(12.0), np.float32(1.0)
+    with pytest.raises(ValueError, match="holds 150 targets, not 3"):
+        int8_scores(B62, g, e, int8_limit(B62, g, e), np.arange(5), codes, starts[:3],
+                    lens[:3], layout)

@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 
-from homalign.dp import GapCosts, align_score
+from homalign.dp import GapCosts, align_score, lanes_int
 from homalign.matrices import score_matrix
 from homalign.search import SequenceDB, rank_hits, search, search_many, write_hits
 from homalign.search.prefilter import build_kmer_index, exact_matches, kmer_ids, prefilter
@@ -67,6 +67,13 @@ def test_fast_sw_equals_dp_align_score():
                 ref = align_score(score_matrix(q.codes, tc),
                                   GapCosts.uniform(len(q), len(tc), gap_open, gap_extend))
                 assert fast[t] == pytest.approx(ref, abs=1e-4)
+            # with its database: every target's layout is kept (int8 kernel), the same scores
+            kept = sw_scores(q.codes, db.codes, db.offsets, np.arange(len(db)),
+                             gap_open=gap_open, gap_extend=gap_extend, db=db)
+            some = sw_scores(q.codes, db.codes, db.offsets, np.arange(3, 9),
+                             gap_open=gap_open, gap_extend=gap_extend, db=db)
+            assert np.array_equal(kept, fast) and np.array_equal(some, fast[3:9])
+    assert (("int8_layout",) in db.cache) == lanes_int.AVAILABLE8
 
 
 def test_kmer_index_postings_are_the_kmers():

@@ -38,7 +38,7 @@ same scores, float32, either way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import numpy as np
@@ -457,13 +457,15 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
 
 
 def _one_query(M: np.ndarray, go: np.float32, ge: np.float32, q: np.ndarray, codes: np.ndarray,
-               starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+               starts: np.ndarray, lengths: np.ndarray,
+               layout: lanes_int.Int8Layout | None = None) -> np.ndarray:
     """One query (int32 codes) against targets ``codes[starts[k]:starts[k] + lengths[k]]``
     (any integer dtype, every code < K): the int8 kernel, then the int16 kernel for the targets
     past int8's limit and the float32 kernel for those past int16's (the targets of a
-    fallback are packed alone, so ``codes`` may be a whole database)."""
+    fallback are packed alone, so ``codes`` may be a whole database); ``layout``: the targets'
+    :func:`homalign.dp.lanes_int.int8_layout`, when the caller keeps it."""
     limit8 = lanes_int.int8_limit(M, go, ge)
-    scores, sat = lanes_int.int8_scores(M, go, ge, limit8, q, codes, starts, lengths)
+    scores, sat = lanes_int.int8_scores(M, go, ge, limit8, q, codes, starts, lengths, layout)
     which = np.flatnonzero(sat)
     if which.size:
         K = M.shape[0]
@@ -481,11 +483,15 @@ def _one_query(M: np.ndarray, go: np.float32, ge: np.float32, q: np.ndarray, cod
 def score_local_query_packed(query: np.ndarray, codes: np.ndarray, starts: np.ndarray,
                              lengths: np.ndarray, matrix: np.ndarray, gap_open: float = 11.0,
                              gap_extend: float = 1.0, *,
-                             first_gap: float | None = None) -> np.ndarray:
+                             first_gap: float | None = None,
+                             layout: Callable[[], lanes_int.Int8Layout] | None = None,
+                             ) -> np.ndarray:
     """:func:`score_local_codes` of one query against targets that are slices of one code
     array (a database's packed codes): target k is ``codes[starts[k]:starts[k] + lengths[k]]``,
     so nothing is copied per target. ``codes`` must lie in [0, K) (the caller's database
-    guarantees it: it is not scanned here); the query and the slices are checked."""
+    guarantees it: it is not scanned here); the query and the slices are checked. ``layout``:
+    a function giving these targets' :func:`homalign.dp.lanes_int.int8_layout` (a database
+    keeps one for all its queries), called only where the int8 kernel runs."""
     M, go, ge = validate_codes_args(matrix, 1, 1, gap_open, gap_extend, first_gap)
     K = M.shape[0]
     q, _, _ = pack_codes([query], K)
@@ -498,7 +504,8 @@ def score_local_query_packed(query: np.ndarray, codes: np.ndarray, starts: np.nd
         return np.zeros(0, dtype=np.float32)
     if (len(q) and lanes_int.AVAILABLE8 and np.asarray(codes).dtype.kind in "iu"
             and lanes_int.int8_limit(M, go, ge) is not None):
-        return _one_query(M, go, ge, q, np.asarray(codes), starts, lengths)
+        return _one_query(M, go, ge, q, np.asarray(codes), starts, lengths,
+                          layout() if layout is not None else None)
     targets = [codes[s:s + m] for s, m in zip(starts.tolist(), lengths.tolist(), strict=True)]
     return score_local_codes([query] * len(targets), targets, M, gap_open, gap_extend,
                              first_gap=first_gap)

@@ -61,6 +61,7 @@ kernel alone.
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import llvmlite.binding as llb
 import numba
@@ -72,8 +73,8 @@ from numba.extending import intrinsic
 
 from homalign.dp.simd import array_data, column_loop, splat, vload, vstore
 
-__all__ = ["AVAILABLE", "AVAILABLE8", "LANES8", "LANES16", "TABLE16", "int8_limit", "int8_scores",
-           "int16_limit", "int16_scores"]
+__all__ = ["AVAILABLE", "AVAILABLE8", "LANES8", "LANES16", "TABLE16", "Int8Layout", "int8_layout",
+           "int8_limit", "int8_scores", "int16_limit", "int16_scores"]
 
 LANES16 = 32  # int16 lanes of one 512-bit vector
 LANES8 = 64  # int8 lanes of one 512-bit vector
@@ -251,21 +252,28 @@ def _sweep_shared(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: AN
     return types.void(hb, eb, tv, tab, roffs, t, go, ge, st), _shared_codegen(vt, perm)
 
 
+@njit(cache=True, nogil=True)
+def _lane_codes(tc, to, tl, idx, T, tv, lanes):  # noqa: ANN001, ANN201, PLR0913
+    """The codes of the targets ``idx`` (at most ``lanes``) lane-major into ``tv`` (T columns of
+    ``lanes``): ``tv[j lanes + u] = t_u[j]``, PAD past a target's end."""
+    for j in range(T * lanes):
+        tv[j] = PAD
+    for u in range(idx.shape[0]):
+        k = idx[u]
+        for j in range(tl[k]):
+            tv[j * lanes + u] = tc[to[k] + j]
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def _shared_sweeps(tab, q, tc, to, tl, idx, T, go, ge, limit, st):  # noqa: ANN001, ANN201, PLR0913
-    """The query ``q`` against the targets ``idx`` (at most one vector of ``st``'s lanes, T
-    columns), SHARED_ROWS query rows a sweep, into the running best ``st`` (int16 or int8); stops
-    early once every lane has reached ``limit``."""
-    n = idx.shape[0]
+def _shared_sweeps(tab, q, tv, n, T, go, ge, limit, st):  # noqa: ANN001, ANN201, PLR0913
+    """The query ``q`` against the ``n`` targets whose lane-major codes are ``tv`` (at most one
+    vector of ``st``'s lanes, T columns; :func:`_lane_codes`), SHARED_ROWS query rows a sweep,
+    into the running best ``st`` (int16 or int8); stops early once every lane has reached
+    ``limit``."""
     lanes = st.shape[0]
     Q = q.shape[0]
     hb = np.zeros(T * lanes, dtype=st.dtype)
     eb = np.zeros(T * lanes, dtype=st.dtype)
-    tv = np.full(T * lanes, PAD, dtype=st.dtype)
-    for u in range(n):
-        k = idx[u]
-        for j in range(tl[k]):
-            tv[j * lanes + u] = tc[to[k] + j]
     rows = np.empty(SHARED_ROWS, dtype=np.int64)
     for i0 in range(0, Q, SHARED_ROWS):
         for r in range(SHARED_ROWS):  # rows past the query: the pad row (only gaps reach it)
@@ -494,8 +502,9 @@ def _group16(tab, qc, qo, ql_, tc, to, tl, idx, go, ge, limit, out, sat):  # noq
                 if not shared:
                     break
         if shared:  # one query: a score vector is the query residue's row permuted by codes
-            _shared_sweeps(tab, qc[qo[k0]:qo[k0] + ql_[k0]], tc, to, tl, idx, T, go, ge, limit,
-                           st)
+            tv = np.empty(T * LANES16, dtype=np.int16)
+            _lane_codes(tc, to, tl, idx, T, tv, LANES16)
+            _shared_sweeps(tab, qc[qo[k0]:qo[k0] + ql_[k0]], tv, n, T, go, ge, limit, st)
         else:  # independent pairs: each lane's matrix row by its own codes, transposed
             hb = np.zeros(T * LANES16, dtype=np.int16)
             eb = np.zeros(T * LANES16, dtype=np.int16)
@@ -575,34 +584,54 @@ def int16_scores(M: np.ndarray, go: float, ge: float, limit: int, qc: np.ndarray
 
 
 # ------------------------------------------------ int8: one query against many targets
-@njit(cache=True, nogil=True, error_model="numpy")
-def _group8(tab, q, tc, to, tl, idx, go, ge, limit, out, sat):  # noqa: ANN001, ANN201, PLR0913
-    """:func:`_group16`'s shared-query path on 64 int8 lanes: the query ``q`` against the
-    targets ``idx`` (<= 64)."""
-    n = idx.shape[0]
-    T = 0
-    for u in range(n):
-        T = max(T, tl[idx[u]])
-    st = np.zeros(LANES8, dtype=np.int8)
-    if T > 0 and q.shape[0] > 0:
-        _shared_sweeps(tab, q, tc, to, tl, idx, T, go, ge, limit, st)
-    for u in range(n):
-        out[u] = st[u]
-        sat[u] = st[u] >= limit
+class Int8Layout(NamedTuple):
+    """Targets as the int8 kernel reads them, whatever the query (:func:`int8_layout`): sorted
+    by length (``order``), 64 a group; group g's lane-major codes (:func:`_lane_codes`) are
+    ``codes[starts[g]:starts[g] + 64 widths[g]]``, ``widths[g]`` its longest target. One
+    layout serves every query of a database (``homalign.search.sw_scores`` keeps it)."""
+
+    order: np.ndarray
+    widths: np.ndarray
+    starts: np.ndarray
+    codes: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def _fill_layout(tc, to, tl, order, widths, starts, codes):  # noqa: ANN001, ANN201, PLR0913
+    for g in range(widths.shape[0]):
+        idx = order[g * LANES8:min(order.shape[0], (g + 1) * LANES8)]
+        T = widths[g]
+        _lane_codes(tc, to, tl, idx, T, codes[starts[g]:starts[g] + T * LANES8], LANES8)
+
+
+def int8_layout(tc: np.ndarray, to: np.ndarray, tl: np.ndarray) -> Int8Layout:
+    """The :class:`Int8Layout` of the targets ``tc[to[k]:to[k] + tl[k]]`` (int8 codes: one byte
+    a residue, padding to each group's longest target)."""
+    tl = np.ascontiguousarray(tl, dtype=np.int64)
+    order = np.argsort(tl, kind="stable").astype(np.int64)
+    ng = (len(order) + LANES8 - 1) // LANES8
+    widths = tl[order[np.minimum(np.arange(1, ng + 1) * LANES8, len(order)) - 1]]  # sorted: last
+    starts = np.zeros(ng, dtype=np.int64)
+    np.cumsum(widths[:-1] * LANES8, out=starts[1:])
+    codes = np.empty(int(widths.sum()) * LANES8, dtype=np.int8)
+    _fill_layout(tc, np.ascontiguousarray(to, dtype=np.int64), tl, order, widths, starts, codes)
+    return Int8Layout(order, widths, starts, codes)
 
 
 @njit(cache=True, parallel=True)
-def _run8(tab, q, tc, to, tl, order, go, ge, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
-    ng = (order.shape[0] + LANES8 - 1) // LANES8
+def _run8(tab, q, order, widths, starts, codes, go, ge, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
+    ng = widths.shape[0]
     for p0 in prange(ng):
         g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
         idx = order[g * LANES8:min(order.shape[0], (g + 1) * LANES8)]
-        o = np.zeros(idx.shape[0], dtype=np.float32)
-        s = np.zeros(idx.shape[0], dtype=np.bool_)
-        _group8(tab, q, tc, to, tl, idx, go, ge, limit, o, s)
+        st = np.zeros(LANES8, dtype=np.int8)
+        T = widths[g]
+        if T > 0 and q.shape[0] > 0:
+            _shared_sweeps(tab, q, codes[starts[g]:starts[g] + T * LANES8], idx.shape[0], T,
+                           go, ge, limit, st)
         for u in range(idx.shape[0]):
-            scores[idx[u]] = o[u]
-            sat[idx[u]] = s[u]
+            scores[idx[u]] = st[u]
+            sat[idx[u]] = st[u] >= limit
 
 
 def int8_limit(M: np.ndarray, go: float, ge: float) -> int | None:
@@ -615,10 +644,12 @@ def int8_limit(M: np.ndarray, go: float, ge: float) -> int | None:
 
 
 def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
-                tc: np.ndarray, to: np.ndarray, tl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
+                layout: Int8Layout | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(scores, saturated) of the query codes ``q`` against each packed target (int8 kernel,
     64 targets a vector; ``limit`` from :func:`int8_limit`); ``saturated[k]``: target k reached
-    ``limit`` and its score is not exact. Needs :data:`AVAILABLE8`."""
+    ``limit`` and its score is not exact; ``layout``: these targets' :func:`int8_layout`, made
+    here when not given. Needs :data:`AVAILABLE8`."""
     if not AVAILABLE8:
         raise RuntimeError("the int8 kernel needs AVX-512BW and AVX-512 VBMI")
     n = tl.shape[0]
@@ -629,9 +660,12 @@ def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
     K = np.asarray(M).shape[0]
     tab = np.full((LANES8, LANES8), I8_MIN, dtype=np.int8)  # row a: M[a, :], -128 elsewhere
     tab[:K, :K] = np.clip(M, I8_MIN, I8_MAX).astype(np.int8)
-    order = np.argsort(tl, kind="stable").astype(np.int64)
+    if layout is None:
+        layout = int8_layout(tc, to, tl)
+    elif len(layout.order) != n:
+        raise ValueError(f"the layout holds {len(layout.order)} targets, not {n}")
     g8 = np.int64(min(float(go), I8_MAX))
     e8 = np.int64(min(float(ge), I8_MAX))
-    _run8(tab.reshape(-1), np.ascontiguousarray(q, dtype=np.int32), tc, to, tl, order, g8, e8,
+    _run8(tab.reshape(-1), np.ascontiguousarray(q, dtype=np.int32), *layout, g8, e8,
           np.int8(limit), scores, sat)
     return scores, sat

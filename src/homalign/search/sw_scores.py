@@ -159,8 +159,16 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
             and len(tg)):
         # homalign.dp.lanes' kernels (int16 or float32): the same scores as _sw_many (tests)
         offs = np.asarray(offsets)
-        return score_local_query_packed(np.asarray(query_codes), codes, offs[tg],
-                                        offs[tg + 1] - offs[tg], M, float(gap_open), float(ge),
-                                        first_gap=float(go))
+        starts, lengths = offs[tg], offs[tg + 1] - offs[tg]
+        layout = None
+        if db is not None and len(tg) == len(db) and np.array_equal(tg, np.arange(len(tg))):
+            def layout() -> lanes_int.Int8Layout:  # every target: the database keeps it
+                key = ("int8_layout",)
+                if key not in db.cache:
+                    db.cache[key] = lanes_int.int8_layout(codes, starts, lengths)
+                return db.cache[key]
+        return score_local_query_packed(np.asarray(query_codes), codes, starts, lengths, M,
+                                        float(gap_open), float(ge), first_gap=float(go),
+                                        layout=layout)
     prof = query_profile(np.asarray(query_codes), matrix)
     return _sw_many(prof, codes, offsets, tg, go, ge)
