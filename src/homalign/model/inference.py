@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from homalign.dp import GapCosts
 from homalign.model.config import AlignerConfig
@@ -130,10 +131,21 @@ class ClosedFormScores:
         out = []
         with one_blas_thread():
             for c, e, g in zip(codes, E, gaps, strict=True):
-                S = q.A @ e.T
-                S += np.take(q.rows, np.asarray(c, dtype=np.int64), axis=1)  # (Lq, Lt)
-                out.append((np.ascontiguousarray(S, dtype=np.float32), g))
+                S = np.ascontiguousarray(q.A @ e.T, dtype=np.float32)  # (Lq, Lt)
+                _add_columns(S, q.rows, np.asarray(c, dtype=np.int64))
+                out.append((S, g))
         return out
+
+
+@njit(cache=True, nogil=True)
+def _add_columns(S, rows, codes):  # noqa: ANN001, ANN201
+    """``S[i, j] += rows[i, codes[j]]`` in place: one pass, no (Lq, Lt) temporary (the float32
+    sums of ``S += rows[:, codes]``)."""
+    for i in range(S.shape[0]):
+        r = rows[i]
+        s = S[i]
+        for j in range(S.shape[1]):
+            s[j] += r[codes[j]]
 
 
 def _scorer_arrays(state: Mapping[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
