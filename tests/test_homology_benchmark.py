@@ -205,6 +205,25 @@ def test_run_benchmark_end_to_end(tmp_path):
     assert math.isnan(float(strict["precision"])) or float(strict["precision"]) == 1.0
 
 
+def test_warm_up_leaves_the_database_work_in_the_timed_run(tmp_path, monkeypatch):
+    """The untimed first query compiles and loads; the embeddings of a FASTA database are made
+    again inside the timed run (its caches emptied), as blastp's run includes makeblastdb."""
+    from homalign.search import embeddings
+
+    db, ql = _synthetic_scop(tmp_path)
+    calls = []
+    real = embeddings.compute_embeddings
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(embeddings, "compute_embeddings", counting)
+    summary = run_benchmark(db, ql, ["learned"], tmp_path / "out", progress=False, threads=1)
+    assert len(calls) == 2  # the warm-up's database, then the timed run's
+    assert summary[0]["queries"] == 8 and summary[0]["warmup_seconds"] > 0
+
+
 def test_blastp_peer_on_the_whole_database(tmp_path):
     assert shutil.which("blastp") and shutil.which("makeblastdb"), (
         "blastp/makeblastdb missing: apt-get install ncbi-blast+ (scripts/env.sh does)")
