@@ -36,13 +36,13 @@ def test_search_ranks_by_the_adapter_forward_score(db_and_query) -> None:
     assert hits[0].target_id == "homolog"
     model, meta = load_bundled("learned_search")  # search ranks with the ranking weights
     eq = model.embed(query.codes)
-    for h in hits[:5]:
+    for h in hits[:5]:  # the database's embeddings are float16, as makedb stores them
         t = db.sequence(h.target_index)
         want = ranking_score(model, meta, query.codes, eq, t.codes, model.embed(t.codes))
-        assert h.score == pytest.approx(want, rel=1e-5, abs=1e-4)
+        assert h.score == pytest.approx(want, rel=1e-4, abs=1e-4)
         ps = ranking_scores(model, meta, query.codes, eq, t.codes, model.embed(t.codes))
         assert ps.kind == "forward" and ps.mode == "local"
-        assert h.score == pytest.approx(float(score_values([ps])[0]), rel=1e-5, abs=1e-4)
+        assert h.score == pytest.approx(float(score_values([ps])[0]), rel=1e-4, abs=1e-4)
     assert all(a.evalue <= b.evalue for a, b in zip(hits, hits[1:], strict=False))
     assert hits[0].evalue < 1e-3 < hits[1].evalue  # only the homolog is significant
     # ... not with the aligner's weights, which score differently
@@ -80,8 +80,9 @@ def test_search_hits_carry_the_learned_mea_alignment(db_and_query) -> None:
         assert h.alignment.score == pytest.approx(want.score, rel=1e-5)
         assert h.alignment.extra["expected_correct"] == pytest.approx(
             want.extra["expected_correct"], rel=1e-5)
+        # from the hit's ranking score, which reads the database's float16 embeddings
         assert h.alignment.extra["homology_probability"] == pytest.approx(
-            want.extra["homology_probability"], rel=1e-6)
+            want.extra["homology_probability"], rel=1e-3)
         assert h.alignment.evalue == h.evalue
 
 

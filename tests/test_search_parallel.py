@@ -86,6 +86,37 @@ def test_a_database_without_a_directory_is_searched_here(database) -> None:
     assert _key(got) == _key(want)
 
 
+@pytest.mark.parametrize("method", ["sw", "learned"])
+def test_a_fasta_database_is_searched_by_workers_through_a_temporary_directory(
+        database, method: str, monkeypatch) -> None:
+    """Workers over a FASTA database: one makedb directory in a temporary folder (gone
+    afterwards), the hits of one process, which are those of the makedb directory itself."""
+    import tempfile
+
+    dbdir, seqs = database
+    fasta = SequenceDB.from_fasta(Path(dbdir).parent / "db.fa")
+    made = []
+    real = tempfile.TemporaryDirectory
+
+    def tracked(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        t = real(*args, **kwargs)
+        made.append(Path(t.name))
+        return t
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", tracked)
+    queries = seqs[:4]
+    two = list(iter_search(queries, fasta, method, workers=2, evalue=1e3))
+    assert len(made) == 1 and not made[0].exists()  # used, then removed
+    one = list(iter_search(queries, fasta, method, workers=1, evalue=1e3))
+    assert _key(two) == _key(one)
+    assert _key(one) == _key(iter_search(queries, open_database(dbdir), method, workers=1,
+                                         evalue=1e3))
+    assert any(len(h) > 1 for _, h in one)
+    sub = fasta.subset(range(3, 12))  # not the file's records: searched here, no directory
+    assert _key(iter_search(queries, sub, method, workers=2, evalue=1e3)) == _key(
+        iter_search(queries, sub, method, workers=1, evalue=1e3))
+
+
 def test_a_worker_error_reaches_the_caller(database) -> None:
     dbdir, seqs = database
     too_long = Sequence("long", "A" * 50)

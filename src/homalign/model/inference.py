@@ -86,12 +86,13 @@ class ClosedFormScores:
 
     def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, D): the members'
-        mean of ``softplus(bias + e w)``."""
+        mean of ``softplus(bias + e w)``, each residue's from its own row alone (a BLAS product
+        rounds a row by how many rows share the call, so a batch would move its targets'
+        costs)."""
         e = np.ascontiguousarray(e, dtype=np.float32)
         g = np.zeros((len(e), 2), dtype=np.float32)
-        with one_blas_thread():
-            for a, b, w, bias in self.heads:
-                g += np.logaddexp(np.float32(0.0), e[:, a:b] @ w + bias).astype(np.float32)
+        for a, b, w, bias in self.heads:
+            g += np.logaddexp(np.float32(0.0), _heads(e, a, b, w, bias)).astype(np.float32)
         g /= np.float32(len(self.heads))
         return np.ascontiguousarray(g[:, 0]), np.ascontiguousarray(g[:, 1])
 
@@ -135,6 +136,19 @@ class ClosedFormScores:
                 _add_columns(S, q.rows, np.asarray(c, dtype=np.int64))
                 out.append((S, g))
         return out
+
+
+@njit(cache=True, nogil=True)
+def _heads(e, a, b, w, bias):  # noqa: ANN001, ANN201
+    """float32 (n, 2): ``e[:, a:b] @ w + bias``, each element one fixed-order float32 sum."""
+    out = np.empty((e.shape[0], 2), dtype=np.float32)
+    for i in range(e.shape[0]):
+        for k in range(2):
+            acc = np.float32(0.0)
+            for j in range(b - a):
+                acc += e[i, a + j] * w[j, k]
+            out[i, k] = acc + bias[k]
+    return out
 
 
 @njit(cache=True, nogil=True)

@@ -118,8 +118,8 @@ class RankingModel:
 
     def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each
-        (the scorer's ``softplus(bias + w . e)``, in numpy on one BLAS thread: the same
-        rounding at any thread count)."""
+        (the scorer's ``softplus(bias + w . e)``, each row by itself: the same rounding in any
+        batch and at any thread count)."""
         return self.gaps.gap_costs(e)
 
     def query(self, codes: np.ndarray, embedding: np.ndarray | None = None,

@@ -10,7 +10,8 @@ The learned search scores a query against a target from the target's per-residue
                           docs/decisions.md), memory-mapped when read.
 
 A database directory without them (or a FASTA file) gets them computed in memory on first use,
-once per process. A store made with other weights is refused with both fingerprints named.
+once per process, in float16 as ``makedb`` stores them, so a FASTA file and its database
+directory rank with the same numbers. A store made with other weights is refused with both fingerprints named.
 The embeddings are large (2 bytes x 32 a residue: 138 MB for SCOPe's 2.2M residues), so
 ``load`` checks their size against ``learned.json`` and leaves the hash to ``verify``.
 """
@@ -164,8 +165,8 @@ def store_for(db: Any, ranking: Any) -> EmbeddingStore:
                 f"but this homalign ranks with weights {ranking.fingerprint}; rebuild it with "
                 "`homalign makedb --force`", path=db.source)
     if store is None:
-        store = EmbeddingStore(ranking.fingerprint,
-                               compute_embeddings(db, ranking, dtype="float32"))
+        store = EmbeddingStore(ranking.fingerprint,  # float16 as makedb stores them: the
+                               compute_embeddings(db, ranking))  # same hits as its directory
     cache[key] = store
     return store
 

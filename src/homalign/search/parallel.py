@@ -8,10 +8,10 @@ order as they come. The hits are the one-process search's: a query's arithmetic 
 on the thread count (:mod:`homalign.threads`), and each query is searched alone.
 
 Workers open the database themselves, so nothing large crosses a pipe: a ``homalign makedb``
-directory is memory-mapped with its stored embeddings and neighbour lists. A database with no
-directory behind it (a FASTA file read into memory, or one built in Python) is searched in this
-process, with the threads inside each query, since each worker would otherwise embed the whole
-database again. Workers are spawned (a fresh interpreter: no fork of a process whose numba,
+directory is memory-mapped with its stored embeddings and neighbour lists. A database read from
+a FASTA file first becomes such a directory in a temporary folder (``makedb``; for a learned
+search with its embeddings, made once with all threads), removed when the search ends; one
+built in Python is searched in this process, with the threads inside each query. Workers are spawned (a fresh interpreter: no fork of a process whose numba,
 torch and OpenMP pools may be running), end with their parent
 (:func:`homalign.workers.init_worker`), and a worker's exception is raised here; a worker that dies is a RuntimeError, never missing hits. Ray (:mod:`homalign.search.ray_backend`) spreads queries over
 machines the same way.
@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, search
@@ -132,11 +135,45 @@ def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw",
     qs = list(queries)
     db_dir = database_dir(db)
     n = min(int(workers), len(qs))
+    if n > 1 and db_dir is None and _fasta_source(db) is not None:
+        with tempfile.TemporaryDirectory(prefix="homalign-search-") as tmp:
+            built = _database_of(db, Path(tmp) / "db", learned=_base_method(method) == "learned")
+            if built is not None:
+                yield from _in_workers(qs, built, n, method, options, iterations)
+                return
     if n <= 1 or db_dir is None:
         reps = _reps_for(db, method, options, iterations)
         for q in qs:
             yield q, _one(q, db, method, iterations, reps, options)
         return
+    yield from _in_workers(qs, db_dir, n, method, options, iterations)
+
+
+def _fasta_source(db: SequenceDB) -> str | None:
+    """The FASTA file ``db`` was read from, or None."""
+    src = db.source
+    return src if src is not None and Path(src).is_file() else None
+
+
+def _base_method(method: str) -> str:
+    return method.partition("@")[0]
+
+
+def _database_of(db: SequenceDB, out: Path, *, learned: bool) -> str | None:
+    """A ``homalign makedb`` directory at ``out`` of the FASTA file ``db`` was read from, for
+    worker processes to open (with the learned search's embeddings when ``learned``: the same
+    float16 numbers an in-memory database ranks with), or None when ``db`` is not that file's
+    records as read (e.g. a subset of them)."""
+    from homalign.search.database import makedb
+
+    built = open_database(makedb(_fasta_source(db), out, learned=learned))
+    if built.ids != db.ids or not np.array_equal(built.codes, db.codes):
+        return None
+    return str(out)
+
+
+def _in_workers(qs: list[Sequence], db_dir: str, n: int, method: str, options: dict[str, Any],
+                iterations: int | None) -> Iterator[tuple[Sequence, list[Hit]]]:
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init,
                              initargs=(os.getpid(), db_dir, method, options,
