@@ -98,7 +98,8 @@ def _split_options(args: argparse.Namespace, opts: dict[str, Any]
 def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
     """``--iterations N``: :func:`homalign.search.iterative.iterative_search` for each query
     (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round); with
-    ``--threads N`` and a makedb directory, in N one-thread worker processes (the same hits)."""
+    ``--threads N`` and a makedb directory or FASTA file, in N one-thread worker processes (the
+    same hits)."""
     from tqdm import tqdm
 
     from homalign.search.parallel import iter_search
@@ -117,8 +118,8 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> I
 
 def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
     """One search per query, yielding each query's hits as soon as they are ranked: with
-    ``--threads N`` and a makedb directory, N one-thread worker processes search whole queries
-    side by side (:mod:`homalign.search.parallel`; the same hits)."""
+    ``--threads N`` and a makedb directory or FASTA file, N one-thread worker processes search
+    whole queries side by side (:mod:`homalign.search.parallel`; the same hits)."""
     from tqdm import tqdm
 
     from homalign.search.parallel import iter_search
