@@ -17,7 +17,7 @@ computes the same numbers (tests: equal to float32 rounding).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,15 +84,26 @@ class ClosedFormScores:
         return cls(np.ascontiguousarray(matrix, dtype=np.float32), np.ascontiguousarray(W),
                    tuple(heads))
 
-    def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def gap_costs(self, e: np.ndarray, lengths: Sequence[int] | np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, D): the members'
-        mean of ``softplus(bias + e w)``, each residue's from its own row alone (a BLAS product
-        rounds a row by how many rows share the call, so a batch would move its targets'
-        costs)."""
+        mean of ``softplus(bias + e w)``. ``lengths``: ``e`` holds sequences back to back, and
+        each one's costs come from a product of its own rows (one BLAS call a sequence: BLAS
+        rounds a row by how many rows share the call, so a batch would move its members' costs
+        off what each alone gets)."""
         e = np.ascontiguousarray(e, dtype=np.float32)
+        ends = np.cumsum(lengths).tolist() if lengths is not None else [len(e)]
+        if ends[-1] != len(e):
+            raise ValueError(f"lengths sum to {ends[-1]}, the embeddings have {len(e)} rows")
         g = np.zeros((len(e), 2), dtype=np.float32)
-        for a, b, w, bias in self.heads:
-            g += np.logaddexp(np.float32(0.0), _heads(e, a, b, w, bias)).astype(np.float32)
+        lin = np.empty((len(e), 2), dtype=np.float32)
+        with one_blas_thread():
+            for a, b, w, bias in self.heads:
+                start = 0
+                for end in ends:
+                    lin[start:end] = e[start:end, a:b] @ w
+                    start = end
+                g += np.logaddexp(np.float32(0.0), lin + bias).astype(np.float32)
         g /= np.float32(len(self.heads))
         return np.ascontiguousarray(g[:, 0]), np.ascontiguousarray(g[:, 1])
 
@@ -124,8 +135,8 @@ class ClosedFormScores:
             return []
         E = [np.ascontiguousarray(e, dtype=np.float32).reshape(len(c), -1)
              for c, e in zip(codes, embeddings, strict=True)]
-        o, x = self.gap_costs(np.concatenate(E))
         lens = [len(c) for c in codes]
+        o, x = self.gap_costs(np.concatenate(E), lens)
         ends = np.cumsum(lens).tolist()
         gaps = GapCosts.query_against_many(q.open, q.extend,
                                            np.split(o, ends[:-1]), np.split(x, ends[:-1]))
@@ -136,19 +147,6 @@ class ClosedFormScores:
                 _add_columns(S, q.rows, np.asarray(c, dtype=np.int64))
                 out.append((S, g))
         return out
-
-
-@njit(cache=True, nogil=True)
-def _heads(e, a, b, w, bias):  # noqa: ANN001, ANN201
-    """float32 (n, 2): ``e[:, a:b] @ w + bias``, each element one fixed-order float32 sum."""
-    out = np.empty((e.shape[0], 2), dtype=np.float32)
-    for i in range(e.shape[0]):
-        for k in range(2):
-            acc = np.float32(0.0)
-            for j in range(b - a):
-                acc += e[i, a + j] * w[j, k]
-            out[i, k] = acc + bias[k]
-    return out
 
 
 @njit(cache=True, nogil=True)

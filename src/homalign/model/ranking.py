@@ -116,11 +116,12 @@ class RankingModel:
         (:meth:`homalign.model.aligner.AlignerModel.embed_many`)."""
         return self.aligner.encoders[0].embed_many(codes)
 
-    def gap_costs(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def gap_costs(self, e: np.ndarray, lengths: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
         """Per-residue (open, extend) costs in nats of embeddings ``e`` (n, d), float32 each
-        (the scorer's ``softplus(bias + w . e)``, each row by itself: the same rounding in any
-        batch and at any thread count)."""
-        return self.gaps.gap_costs(e)
+        (the scorer's ``softplus(bias + w . e)`` on one BLAS thread; ``lengths``: sequences back
+        to back, each from its own product, so a target's costs do not depend on its batch)."""
+        return self.gaps.gap_costs(e, lengths)
 
     def query(self, codes: np.ndarray, embedding: np.ndarray | None = None,
               profile: np.ndarray | None = None) -> QueryRep:
@@ -166,7 +167,7 @@ class RankingModel:
             if risky.any():
                 S_np[:, np.repeat(risky, lengths)] = 0.0
             exp_inplace(S_np)
-        o, x = self.gap_costs(E)
+        o, x = self.gap_costs(E, lengths)
         out = local_forward_batch(S_np, starts, lengths, q.open, q.extend, o, x, codes,
                                   np.exp(q.profile))
         for k in np.flatnonzero(risky):  # exact float64 log-space path (pathological inputs)
