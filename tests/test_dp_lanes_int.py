@@ -401,9 +401,9 @@ def test_int8_layout_made_once_serves_every_query() -> None:
     codes = np.concatenate(ts).astype(np.uint8)
     lens = np.array([len(t) for t in ts], dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-    layout = lanes_int.int8_layout(codes, starts, lens)
+    layout = lanes_int.int8_layout(codes, starts, lens, LANES8)
     assert np.array_equal(layout.order, np.argsort(lens, kind="stable"))
-    assert layout.codes.shape == (int(layout.widths.sum()) * LANES8,)
+    assert layout.codes.shape == (int(layout.widths.sum()) * LANES8,) and layout.lanes == LANES8
     g0 = layout.order[:LANES8]  # the first group's lane 5 holds its sixth target's codes
     assert np.array_equal(layout.codes[5:LANES8 * lens[g0[5]]:LANES8], ts[g0[5]])
     made = []
@@ -420,6 +420,40 @@ def test_int8_layout_made_once_serves_every_query() -> None:
     if not lanes_int.AVAILABLE8:
         return
     g, e = np.float32(12.0), np.float32(1.0)
-    with pytest.raises(ValueError, match="holds 150 targets, not 3"):
+    with pytest.raises(ValueError, match="holds 150 targets in groups of 64, not 3"):
         int8_scores(B62, g, e, int8_limit(B62, g, e), np.arange(5), codes, starts[:3],
                     lens[:3], layout)
+
+
+@pytest.mark.parametrize("with_int16", [True, False])
+def test_the_avx2_int8_kernel_equals_the_float_path(monkeypatch: pytest.MonkeyPatch,
+                                                     with_int16: bool) -> None:
+    """The 32-lane int8 kernel of AVX2 hosts (two vpshufb lookups a row; it runs on any AVX2
+    or AVX-512 CPU, so it is tested here whatever the host's own choice): the float32 path's
+    scores, the saturated targets through int16 or, without AVX-512BW, float32."""
+    if not lanes_int._host_has_avx2():
+        pytest.skip("no AVX2 on this CPU: the int8 kernels do not run here")
+    from homalign.dp.lanes import score_local_query_packed
+
+    monkeypatch.setattr(lanes_int, "INT8_LANES", LANES16)
+    if not with_int16:
+        monkeypatch.setattr(lanes_int, "AVAILABLE", False)
+    rng = np.random.default_rng(47)
+    q = rng.integers(0, 20, 120)
+    ts = [rng.integers(0, 23, int(rng.integers(1, 260))) for _ in range(101)]
+    ts[7] = np.concatenate([q, q])  # past int8's limit
+    ts[50] = q.copy()
+    codes = np.concatenate(ts).astype(np.uint8)
+    lens = np.array([len(t) for t in ts], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+    layout = lanes_int.int8_layout(codes, starts, lens)
+    assert layout.lanes == LANES16 and layout.codes.shape == (int(layout.widths.sum()) * 32,)
+    for go, ge in ((11.0, 1.0), (5.0, 2.0), (0.0, 0.0), (300.0, 1.0)):
+        got = score_local_query_packed(q, codes, starts, lens, B62, go, ge)
+        want = score_local_codes_float32([q] * len(ts), ts, B62, go, ge)
+        assert np.array_equal(got, want)
+    g, e = np.float32(12.0), np.float32(1.0)
+    scores, sat = int8_scores(B62, g, e, int8_limit(B62, g, e), q, codes, starts, lens, layout)
+    assert sat[7] and sat[50] and sat.sum() == 2
+    ref = score_local_codes_float32([q] * len(ts), ts, B62, 11.0, 1.0)
+    assert np.array_equal(scores[~sat], ref[~sat])

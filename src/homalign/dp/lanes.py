@@ -440,7 +440,7 @@ def score_local_codes(queries: Sequence, targets: Sequence, matrix: np.ndarray,
         return np.zeros(0, dtype=np.float32)
     K = M.shape[0]
     qc, qo, ql_ = pack_codes(queries, K)
-    if (lanes_int.AVAILABLE8 and not qo.any() and (ql_ == ql_[0]).all()
+    if (lanes_int.INT8_LANES and not qo.any() and (ql_ == ql_[0]).all()
             and lanes_int.int8_limit(M, go, ge) is not None):
         # one query against many targets: int8 lanes first (_one_query)
         tc, to, tl = pack_codes(targets, K)
@@ -460,10 +460,11 @@ def _one_query(M: np.ndarray, go: np.float32, ge: np.float32, q: np.ndarray, cod
                starts: np.ndarray, lengths: np.ndarray,
                layout: lanes_int.Int8Layout | None = None) -> np.ndarray:
     """One query (int32 codes) against targets ``codes[starts[k]:starts[k] + lengths[k]]``
-    (any integer dtype, every code < K): the int8 kernel, then the int16 kernel for the targets
-    past int8's limit and the float32 kernel for those past int16's (the targets of a
-    fallback are packed alone, so ``codes`` may be a whole database); ``layout``: the targets'
-    :func:`homalign.dp.lanes_int.int8_layout`, when the caller keeps it."""
+    (any integer dtype, every code < K): the int8 kernel, then the int16 kernel (AVX-512BW;
+    else the float32 kernel) for the targets past int8's limit and the float32 kernel for those
+    past int16's (the targets of a fallback are packed alone, so ``codes`` may be a whole
+    database); ``layout``: the targets' :func:`homalign.dp.lanes_int.int8_layout`, when the
+    caller keeps it."""
     limit8 = lanes_int.int8_limit(M, go, ge)
     scores, sat = lanes_int.int8_scores(M, go, ge, limit8, q, codes, starts, lengths, layout)
     which = np.flatnonzero(sat)
@@ -472,6 +473,9 @@ def _one_query(M: np.ndarray, go: np.float32, ge: np.float32, q: np.ndarray, cod
         sub = [codes[starts[k]:starts[k] + lengths[k]] for k in which.tolist()]
         packed = (q, np.zeros(which.size, np.int64), np.full(which.size, len(q), np.int64),
                   *pack_codes(sub, K))
+        if not lanes_int.AVAILABLE:
+            scores[which] = float_scores(M, go, ge, *packed)
+            return scores
         s16, sat16 = lanes_int.int16_scores(M, go, ge, lanes_int.int16_limit(M, go, ge), *packed)
         if sat16.any():
             w16 = np.flatnonzero(sat16)
@@ -502,7 +506,7 @@ def score_local_query_packed(query: np.ndarray, codes: np.ndarray, starts: np.nd
         raise ValueError("target slices must lie inside codes")
     if starts.size == 0:
         return np.zeros(0, dtype=np.float32)
-    if (len(q) and lanes_int.AVAILABLE8 and np.asarray(codes).dtype.kind in "iu"
+    if (len(q) and lanes_int.INT8_LANES and np.asarray(codes).dtype.kind in "iu"
             and lanes_int.int8_limit(M, go, ge) is not None):
         return _one_query(M, go, ge, q, np.asarray(codes), starts, lengths,
                           layout() if layout is not None else None)

@@ -47,10 +47,13 @@ more than a lane can score before it saturates.
 
 int8 (:func:`int8_scores`, one query against many targets, the learned search's SW stage):
 the same recurrences and proof on ``<64 x i8>`` with ``vpermb`` (AVX-512 VBMI) for the scores,
+or on AVX2 hosts ``<32 x i8>`` with two ``vpshufb`` lookups and a blend (:data:`INT8_LANES`),
 LIMIT = 127 - max score (116 under BLOSUM62) and gap costs above 127 acting as 127; of the
-learned search's 1,000 prefilter candidates a query ~0.4% reach it and go to the int16 kernel
-(:func:`homalign.dp.lanes.score_local_codes` arranges it). One query against 1,000 targets of
-50-400 residues, one thread: 17 GCUPS against int16's 10.
+learned search's 1,000 prefilter candidates a query ~0.4% reach it and go to the int16 kernel,
+or the float32 one without AVX-512BW (:func:`homalign.dp.lanes.score_local_codes` arranges it).
+One query against 1,000 targets of 50-400 residues, one thread: 17 GCUPS against int16's 10; a
+learned search query's pass over trainval: 64 lanes 15 ms, 32 lanes 20 ms (compiled for Haswell
+on the AMD EPYC), pyopal 59 ms.
 
 Requirements: AVX-512BW (``vpermw``, 512-bit int16 arithmetic) on the CPU numba compiles for
 (:data:`AVAILABLE`; a generic target, ``NUMBA_CPU_NAME=generic``, has none); elsewhere, and for
@@ -73,8 +76,8 @@ from numba.extending import intrinsic
 
 from homalign.dp.simd import array_data, column_loop, splat, vload, vstore
 
-__all__ = ["AVAILABLE", "AVAILABLE8", "LANES8", "LANES16", "TABLE16", "Int8Layout", "int8_layout",
-           "int8_limit", "int8_scores", "int16_limit", "int16_scores"]
+__all__ = ["AVAILABLE", "AVAILABLE8", "INT8_LANES", "LANES8", "LANES16", "TABLE16", "Int8Layout",
+           "int8_layout", "int8_limit", "int8_scores", "int16_limit", "int16_scores"]
 
 LANES16 = 32  # int16 lanes of one 512-bit vector
 LANES8 = 64  # int8 lanes of one 512-bit vector
@@ -115,11 +118,26 @@ def _host_has_vbmi() -> bool:
 #: whether the int8 kernel (one query against many targets; ``vpermb``) can run here
 AVAILABLE8 = AVAILABLE and _host_has_vbmi()
 
+
+def _host_has_avx2() -> bool:
+    if numba.config.CPU_NAME not in (None, "host"):  # a generic target: no x86 intrinsics
+        return False
+    try:
+        return bool(llb.get_host_cpu_features().get("avx2", False))
+    except Exception:  # noqa: BLE001 - no feature query (non-x86): no int8 kernel
+        return False
+
+
+#: lanes of the int8 kernel here: 64 with AVX-512 VBMI (``vpermb``), 32 on AVX2 (two
+#: ``vpshufb`` lookups and a blend), 0 where it cannot run
+INT8_LANES = LANES8 if AVAILABLE8 else LANES8 // 2 if _host_has_avx2() else 0
+
 _i16 = ir.IntType(16)
 _i32 = ir.IntType(32)
 _i64 = ir.IntType(64)
 _V = ir.VectorType(_i16, LANES16)
 _V8 = ir.VectorType(ir.IntType(8), LANES8)
+_V8H = ir.VectorType(ir.IntType(8), LANES8 // 2)  # the AVX2 int8 kernel's 32 lanes
 _VI = ir.VectorType(_i32, LANES16)
 _data = array_data
 _vload = partial(vload, lanes=LANES16, align=2)
@@ -148,6 +166,20 @@ def _permw(builder, table, idx):  # noqa: ANN001, ANN202
 def _permb(builder, table, idx):  # noqa: ANN001, ANN202
     """``vpermb`` (AVX-512 VBMI): element e of the result is ``table[idx[e] & 63]``."""
     return builder.call(_fn(builder, "llvm.x86.avx512.permvar.qi.512", 2, _V8), [table, idx])
+
+
+def _pshufb2(builder, table, idx):  # noqa: ANN001, ANN202
+    """AVX2, <32 x i8>: element e of the result is ``table[idx[e]]`` for indices < 32: ``vpshufb``
+    looks up 16 entries per 128-bit half, so the table's low and high halves are each copied
+    into both halves, looked up, and bit 4 of the index picks one (a blend)."""
+    b = builder
+    vi = ir.VectorType(_i32, _V8H.count)
+    lo = b.shuffle_vector(table, table, ir.Constant(vi, list(range(16)) * 2))
+    hi = b.shuffle_vector(table, table, ir.Constant(vi, list(range(16, 32)) * 2))
+    shuf = _fn(b, "llvm.x86.avx2.pshuf.b", 2, _V8H)
+    high = b.icmp_unsigned("!=", b.and_(idx, ir.Constant(_V8H, [16] * _V8H.count)),
+                           ir.Constant(_V8H, [0] * _V8H.count))
+    return b.select(high, b.call(shuf, [hi, idx]), b.call(shuf, [lo, idx]))
 
 
 class _Dp:
@@ -237,7 +269,9 @@ def _sweep_shared(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: AN
     lane]`` (one ``vpermw`` / ``vpermb`` of the row's table entries by the column's codes).
 
     int16 arrays: 32 lanes (L = 32, table rows of 32, ``go``/``ge`` <= 32767); int8 arrays: 64
-    lanes (L = 64, table rows of 64, ``go``/``ge`` <= 127). ``hb``, ``eb``: H of the row above
+    lanes (L = 64, table rows of 64, ``go``/``ge`` <= 127) with a flat table, or 32 lanes
+    (AVX2: L = 32, rows of 32, two ``vpshufb``) with a 2-D (32, 32) table, the table's
+    dimensions picking the kernel when it compiles. ``hb``, ``eb``: H of the row above
     and E of the first row (L per column; read, then written for the next call), ``tv``: the
     lane-major target codes, ``roffs``: the rows' table offsets (int64 (SHARED_ROWS,)), ``t``:
     columns
@@ -246,7 +280,7 @@ def _sweep_shared(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: AN
     if st.dtype == types.int16:
         vt, perm = _V, _permw
     elif st.dtype == types.int8:
-        vt, perm = _V8, _permb
+        vt, perm = (_V8H, _pshufb2) if tab.ndim == 2 else (_V8, _permb)
     else:
         return None
     return types.void(hb, eb, tv, tab, roffs, t, go, ge, st), _shared_codegen(vt, perm)
@@ -586,48 +620,53 @@ def int16_scores(M: np.ndarray, go: float, ge: float, limit: int, qc: np.ndarray
 # ------------------------------------------------ int8: one query against many targets
 class Int8Layout(NamedTuple):
     """Targets as the int8 kernel reads them, whatever the query (:func:`int8_layout`): sorted
-    by length (``order``), 64 a group; group g's lane-major codes (:func:`_lane_codes`) are
-    ``codes[starts[g]:starts[g] + 64 widths[g]]``, ``widths[g]`` its longest target. One
+    by length (``order``), ``lanes`` a group; group g's lane-major codes (:func:`_lane_codes`)
+    are ``codes[starts[g]:starts[g] + lanes widths[g]]``, ``widths[g]`` its longest target. One
     layout serves every query of a database (``homalign.search.sw_scores`` keeps it)."""
 
     order: np.ndarray
     widths: np.ndarray
     starts: np.ndarray
     codes: np.ndarray
+    lanes: int
 
 
 @njit(cache=True, nogil=True)
-def _fill_layout(tc, to, tl, order, widths, starts, codes):  # noqa: ANN001, ANN201, PLR0913
+def _fill_layout(tc, to, tl, order, widths, starts, codes, lanes):  # noqa: ANN001, ANN201, PLR0913
     for g in range(widths.shape[0]):
-        idx = order[g * LANES8:min(order.shape[0], (g + 1) * LANES8)]
+        idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
         T = widths[g]
-        _lane_codes(tc, to, tl, idx, T, codes[starts[g]:starts[g] + T * LANES8], LANES8)
+        _lane_codes(tc, to, tl, idx, T, codes[starts[g]:starts[g] + T * lanes], lanes)
 
 
-def int8_layout(tc: np.ndarray, to: np.ndarray, tl: np.ndarray) -> Int8Layout:
-    """The :class:`Int8Layout` of the targets ``tc[to[k]:to[k] + tl[k]]`` (int8 codes: one byte
-    a residue, padding to each group's longest target)."""
+def int8_layout(tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
+                lanes: int | None = None) -> Int8Layout:
+    """The :class:`Int8Layout` of the targets ``tc[to[k]:to[k] + tl[k]]`` for ``lanes`` a group
+    (default :data:`INT8_LANES`, the kernel here; one byte a residue, padding to each group's
+    longest target)."""
+    lanes = int(lanes or INT8_LANES or LANES8)
     tl = np.ascontiguousarray(tl, dtype=np.int64)
     order = np.argsort(tl, kind="stable").astype(np.int64)
-    ng = (len(order) + LANES8 - 1) // LANES8
-    widths = tl[order[np.minimum(np.arange(1, ng + 1) * LANES8, len(order)) - 1]]  # sorted: last
+    ng = (len(order) + lanes - 1) // lanes
+    widths = tl[order[np.minimum(np.arange(1, ng + 1) * lanes, len(order)) - 1]]  # sorted: last
     starts = np.zeros(ng, dtype=np.int64)
-    np.cumsum(widths[:-1] * LANES8, out=starts[1:])
-    codes = np.empty(int(widths.sum()) * LANES8, dtype=np.int8)
-    _fill_layout(tc, np.ascontiguousarray(to, dtype=np.int64), tl, order, widths, starts, codes)
-    return Int8Layout(order, widths, starts, codes)
+    np.cumsum(widths[:-1] * lanes, out=starts[1:])
+    codes = np.empty(int(widths.sum()) * lanes, dtype=np.int8)
+    _fill_layout(tc, np.ascontiguousarray(to, dtype=np.int64), tl, order, widths, starts, codes,
+                 lanes)
+    return Int8Layout(order, widths, starts, codes, lanes)
 
 
 @njit(cache=True, parallel=True)
-def _run8(tab, q, order, widths, starts, codes, go, ge, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
+def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
     ng = widths.shape[0]
     for p0 in prange(ng):
         g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
-        idx = order[g * LANES8:min(order.shape[0], (g + 1) * LANES8)]
-        st = np.zeros(LANES8, dtype=np.int8)
+        idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
+        st = np.zeros(lanes, dtype=np.int8)
         T = widths[g]
         if T > 0 and q.shape[0] > 0:
-            _shared_sweeps(tab, q, codes[starts[g]:starts[g] + T * LANES8], idx.shape[0], T,
+            _shared_sweeps(tab, q, codes[starts[g]:starts[g] + T * lanes], idx.shape[0], T,
                            go, ge, limit, st)
         for u in range(idx.shape[0]):
             scores[idx[u]] = st[u]
@@ -647,25 +686,29 @@ def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
                 tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
                 layout: Int8Layout | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(scores, saturated) of the query codes ``q`` against each packed target (int8 kernel,
-    64 targets a vector; ``limit`` from :func:`int8_limit`); ``saturated[k]``: target k reached
-    ``limit`` and its score is not exact; ``layout``: these targets' :func:`int8_layout`, made
-    here when not given. Needs :data:`AVAILABLE8`."""
-    if not AVAILABLE8:
-        raise RuntimeError("the int8 kernel needs AVX-512BW and AVX-512 VBMI")
+    :data:`INT8_LANES` targets a vector; ``limit`` from :func:`int8_limit`); ``saturated[k]``:
+    target k reached ``limit`` and its score is not exact; ``layout``: these targets'
+    :func:`int8_layout` for this kernel, made here when not given."""
+    lanes = INT8_LANES
+    if not lanes:
+        raise RuntimeError("the int8 kernel needs AVX2 (or AVX-512BW and AVX-512 VBMI)")
     n = tl.shape[0]
     scores = np.zeros(n, dtype=np.float32)
     sat = np.zeros(n, dtype=np.bool_)
     if n == 0:
         return scores, sat
-    K = np.asarray(M).shape[0]
-    tab = np.full((LANES8, LANES8), I8_MIN, dtype=np.int8)  # row a: M[a, :], -128 elsewhere
-    tab[:K, :K] = np.clip(M, I8_MIN, I8_MAX).astype(np.int8)
     if layout is None:
-        layout = int8_layout(tc, to, tl)
-    elif len(layout.order) != n:
-        raise ValueError(f"the layout holds {len(layout.order)} targets, not {n}")
+        layout = int8_layout(tc, to, tl, lanes)
+    elif len(layout.order) != n or layout.lanes != lanes:
+        raise ValueError(f"the layout holds {len(layout.order)} targets in groups of "
+                         f"{layout.lanes}, not {n} in groups of {lanes}")
+    K = np.asarray(M).shape[0]
+    width = LANES8 if lanes == LANES8 else TABLE16  # a row per code: vpermb 64, vpshufb 32
+    tab = np.full((width, width), I8_MIN, dtype=np.int8)  # row a: M[a, :], -128 elsewhere
+    tab[:K, :K] = np.clip(M, I8_MIN, I8_MAX).astype(np.int8)
     g8 = np.int64(min(float(go), I8_MAX))
     e8 = np.int64(min(float(ge), I8_MAX))
-    _run8(tab.reshape(-1), np.ascontiguousarray(q, dtype=np.int32), *layout, g8, e8,
-          np.int8(limit), scores, sat)
+    # the 64-lane kernel reads a flat table, the 32-lane one a (32, 32) table (_sweep_shared)
+    _run8(tab.reshape(-1) if lanes == LANES8 else tab, np.ascontiguousarray(q, dtype=np.int32),
+          *layout[:4], np.int64(lanes), g8, e8, np.int8(limit), scores, sat)
     return scores, sat

@@ -1,9 +1,10 @@
 """Compiled score-only Smith–Waterman of one query against many packed database sequences.
 
 For integer matrices and gap costs, :func:`homalign.dp.lanes.score_local_query_packed` runs it
-on an AVX-512BW host (int8 lanes, 64 targets a vector, straight from the database's packed
-codes; int16 and float32 for the few past int8's limit; the same scores), else pyopal (Opal's AVX2 database search) when the database object is
-given; the numba kernel here is the reference.
+on an AVX2 or AVX-512 host (int8 lanes, 32 or 64 targets a vector, straight from the database's
+packed codes; int16 and float32 for the few past int8's limit; the same scores), else pyopal
+(Opal's SSE4.1 database search) when the database object is given; the numba kernel here is the
+reference.
 
 The search engine's fast path for substitution-matrix local alignment (method ``sw``): no
 (Lq, Lt) score matrix or GapCosts object is built per target; a query profile (23, Lq) is looked
@@ -142,14 +143,14 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
     """float32 local alignment scores of the query against ``targets`` (indices into offsets).
 
     :func:`homalign.dp.lanes.score_local_query_packed` computes them from the packed ``codes``
-    (alphabet codes, all below the matrix's size; int8 then int16 lanes for an integer-valued
-    matrix and gap costs on an AVX-512BW host; else float32, 16 targets a vector),
-    except that without AVX-512BW, with ``db`` (the :class:`homalign.search.SequenceDB` that
-    ``codes``/``offsets`` belong to) and integer costs, pyopal (Opal's AVX2 inter-sequence
-    kernels) does; for negative gap costs, the numba kernel below (the reference). The scores
-    are the same in every case (tests).
+    (alphabet codes, all below the matrix's size; int8 lanes for an integer-valued matrix and
+    gap costs on an AVX2 or AVX-512 VBMI host, then int16 or float32 for the targets past int8's
+    limit; else float32, 16 targets a vector), except that without an int8 kernel, with ``db``
+    (the :class:`homalign.search.SequenceDB` that ``codes``/``offsets`` belong to) and integer
+    costs, pyopal (Opal's inter-sequence kernels) does; for negative gap costs, the numba kernel
+    below (the reference). The scores are the same in every case (tests).
     """
-    if (db is not None and not lanes_int.AVAILABLE
+    if (db is not None and not lanes_int.INT8_LANES
             and _opal_usable(matrix, gap_open, gap_extend)):
         return _opal_scores(query_codes, db, np.asarray(targets), matrix, gap_open, gap_extend)
     tg = np.ascontiguousarray(targets, dtype=np.int64)
@@ -163,7 +164,7 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
         layout = None
         if db is not None and len(tg) == len(db) and np.array_equal(tg, np.arange(len(tg))):
             def layout() -> lanes_int.Int8Layout:  # every target: the database keeps it
-                key = ("int8_layout",)
+                key = ("int8_layout", lanes_int.INT8_LANES)
                 if key not in db.cache:
                     db.cache[key] = lanes_int.int8_layout(codes, starts, lengths)
                 return db.cache[key]
