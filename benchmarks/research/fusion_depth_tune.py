@@ -5,7 +5,7 @@ or the PSSM round's best K (with or without the learned search's own best 80 by 
 
     homalign makedb $HOMALIGN_DATA/scope/astral-2.07-40.trainval.fa TRAINVAL.db
     python benchmarks/research/fusion_depth_tune.py --db TRAINVAL.db [--queries 563] \\
-        [--depths 40,80,150,300 | --seeds] --out OUT.csv
+        [--depths 40,80,150,300 | --seeds | --end-to-end 150,200,300] --out OUT.csv
 
 Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold_tuning_set`,
 ``heldout=True``), scores only, one thread. Each query's MSA (2 rounds), its PSSM round and the
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=563, help="held-out train-fold queries")
     p.add_argument("--depths", default="40,80,150,300")
     p.add_argument("--seeds", action="store_true", help="PSSM seeds of the last round, off/on")
+    p.add_argument("--end-to-end", dest="end_to_end", default=None,
+                   help="FUSION_RESCORE values (e.g. 150,200,300): learned@3 end to end each")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     set_threads(1)
@@ -51,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     db = open_database(args.db)
     if args.seeds:
         return _write(_seeds(db, tuning), args.out)
+    if args.end_to_end:
+        return _write(_end_to_end(db, tuning, [int(x) for x in args.end_to_end.split(",")]),
+                      args.out)
     params = karlin_altschul("BLOSUM62", 11.0, 1.0)
     runs = {}
     for qid in tuning.queries:
@@ -122,6 +127,34 @@ def _seeds(db, tuning) -> list[dict]:
                          "superfamily": round(sens["superfamily"], 4),
                          "ms_per_query": round(ms, 1)})
             print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def _end_to_end(db, tuning, depths: list[int]) -> list[dict]:
+    """learned@3 end to end (the shipped PSSM seeds) with ``FUSION_RESCORE`` at each depth:
+    sensitivities and milliseconds a query (scores only, one pass after one warm-up query)."""
+    import time
+
+    from homalign.search import iterative
+
+    rows = []
+    for depth in depths:
+        iterative.FUSION_RESCORE = depth
+        q0 = db.sequence(db.index_of(tuning.queries[0]))
+        iterative.iterative_search(q0, db, 3, "learned", evalue=1e9, max_hits=2000,
+                                   traceback=False)
+        results = {}
+        start = time.perf_counter()
+        for qid in tuning.queries:
+            q = db.sequence(db.index_of(qid))
+            results[qid] = [(h.target_id, h.score, h.evalue) for h in
+                            iterative.iterative_search(q, db, 3, "learned", evalue=1e9,
+                                                       max_hits=2000, traceback=False)]
+        ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
+        sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
+        rows.append({"fusion_rescore": depth, "family": round(sens["family"], 4),
+                     "superfamily": round(sens["superfamily"], 4), "ms_per_query": round(ms, 1)})
+        print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 

@@ -78,12 +78,13 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "(every round seeded by its PSSM: 0.1323 / 0.4814 for ~21%)",
               "benchmarks/research/fusion_depth_tune.py --seeds",
               "The last round of an iterative search seeds with the query's PSSM"),
-        Tuned("homalign.search.iterative:FUSION_RESCORE", 300,
-              f"563 {_HELDOUT_QUERIES}: learned@3 superfamily / family 0.1282 / 0.4761 with the "
-              "PSSM round's best 300 and the best 80 by SW against 0.1284 / 0.4761 with all "
-              "~1,000 candidates (150: 0.1282 / 0.4704; 80: 0.1280 / 0.4699)",
-              "benchmarks/research/fusion_depth_tune.py",
-              "learned@3's learned ranking scores the PSSM round's best 300 and its own best 80"),
+        Tuned("homalign.search.iterative:FUSION_RESCORE", 200,
+              f"563 {_HELDOUT_QUERIES}, learned@3 end to end with PSSM seeds: superfamily / "
+              "family 0.1408 / 0.4948 at 134 ms a query with the PSSM round's best 200 and the "
+              "best 80 by SW, 0.1408 / 0.4942 at 149 ms with 300, 0.1406 / 0.4884 at 123 ms "
+              "with 150 (before the seeds: all ~1,000 candidates no better than 300)",
+              "benchmarks/research/fusion_depth_tune.py --end-to-end 300,200,150",
+              "learned@3 scores what can matter"),
     ),
     "MSA-database round (--target-msa)": (
         Tuned("homalign.search.iterative:PROFILE_DB_OPTIONS", {"hh_shift": -0.03},

@@ -34,10 +34,10 @@ PROFILE_DB_METHOD = "hhm"  # scores the query MSA against the database MSAs (HHs
 # (lambda 0.62 per bit, length exponent 0.98 on cross-fold pairs) and it ranked best on held-out
 # train-fold queries (docs/learned.md); the method's "auto" shift is for single sequences.
 PROFILE_DB_OPTIONS = {"hh_shift": -0.03}
-#: a batched ranking (learned) scores the PSSM round's best 300 candidates and its own best 80
-#: by SW: 563 held-out train-fold queries, learned@3 superfamily / family 0.1282 / 0.4761 against
-#: 0.1284 / 0.4761 over all ~1,000 (150: 0.1282 / 0.4704), 3.2x fewer targets to score
-FUSION_RESCORE = 300
+#: a batched ranking (learned) scores the PSSM round's best 200 candidates and its own best 80
+#: by SW: 563 held-out train-fold queries, learned@3 end to end superfamily / family 0.1408 /
+#: 0.4948 at 134 ms a query against 0.1408 / 0.4942 at 149 ms for 300 (150: 0.1406 / 0.4884)
+FUSION_RESCORE = 200
 #: the last round's prefilter seeds and extends with the query's PSSM, as PSI-BLAST's later
 #: rounds do (:func:`homalign.search.prefilter.seed_words`); the MSA rounds keep the query
 #: sequence's seeds (and share one scan). 563 held-out train-fold queries, superfamily / family:
