@@ -1,7 +1,7 @@
 """Queries searched side by side: worker processes, one thread each, whole queries each.
 
 One query's search is a few short compiled passes (prefilter scan, Smith-Waterman rescoring,
-learned scoring) with serial work between them (torch embeddings, numpy, the tracebacks), so
+learned scoring) with serial work between them (embeddings, numpy, the tracebacks), so
 threads inside one query leave cores idle. :func:`iter_search` with ``workers=N`` instead hands
 whole queries to N worker processes on one thread each and yields each query's hits in query
 order as they come. The hits are the one-process search's: a query's arithmetic never depends
@@ -11,10 +11,11 @@ Workers open the database themselves, so nothing large crosses a pipe: a ``homal
 directory is memory-mapped with its stored embeddings and neighbour lists. A database read from
 a FASTA file first becomes such a directory in a temporary folder (``makedb``; for a learned
 search with its embeddings, made once with all threads), removed when the search ends; one
-built in Python is searched in this process, with the threads inside each query. Workers are spawned (a fresh interpreter: no fork of a process whose numba,
-torch and OpenMP pools may be running), end with their parent
-(:func:`homalign.workers.init_worker`), and a worker's exception is raised here; a worker that dies is a RuntimeError, never missing hits. Ray (:mod:`homalign.search.ray_backend`) spreads queries over
-machines the same way.
+built in Python is searched in this process, with the threads inside each query. Workers are
+spawned (a fresh interpreter: no fork of a process whose numba, torch and OpenMP pools may be
+running), end with their parent (:func:`homalign.workers.init_worker`), and a worker's exception
+is raised here; a worker that dies is a RuntimeError, never missing hits. Ray
+(:mod:`homalign.search.ray_backend`) spreads queries over machines the same way.
 """
 
 from __future__ import annotations
