@@ -28,6 +28,7 @@ from homalign.dp.lanes_int import (
     int16_limit,
     int16_scores,
 )
+from homalign.dp.simd import host_has
 from homalign.matrices import substitution_matrix
 
 B62 = substitution_matrix("BLOSUM62")
@@ -359,6 +360,18 @@ def test_int8_is_taken_for_one_query_only(monkeypatch: pytest.MonkeyPatch) -> No
     assert LANES8 == 2 * LANES16
 
 
+def _database(rng: np.random.Generator, q: np.ndarray, n: int, longest: int, copies: tuple[int, int]
+              ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` random targets as a database packs them (uint8 codes, int64 lengths and starts),
+    target ``copies[0]`` the query twice over and ``copies[1]`` the query (past int8's limit)."""
+    ts = [rng.integers(0, 23, int(rng.integers(1, longest))) for _ in range(n)]
+    ts[copies[0]] = np.concatenate([q, q])
+    ts[copies[1]] = q.copy()
+    lens = np.array([len(t) for t in ts], dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+    return ts, np.concatenate(ts).astype(np.uint8), lens, starts
+
+
 def test_one_query_against_slices_of_packed_codes_equals_the_float_path() -> None:
     """score_local_query_packed reads the targets as slices of one (uint8) code array, as a
     database stores them: the same scores as score_local_codes, through every fallback."""
@@ -366,12 +379,7 @@ def test_one_query_against_slices_of_packed_codes_equals_the_float_path() -> Non
 
     rng = np.random.default_rng(41)
     q = rng.integers(0, 20, 150)
-    ts = [rng.integers(0, 23, int(rng.integers(1, 300))) for _ in range(130)]
-    ts[3] = np.concatenate([q, q])  # past int8's limit
-    ts[77] = q.copy()
-    codes = np.concatenate(ts).astype(np.uint8)
-    lens = np.array([len(t) for t in ts])
-    starts = np.concatenate(([0], np.cumsum(lens)[:-1]))
+    ts, codes, lens, starts = _database(rng, q, 130, 300, (3, 77))
     pick = np.array([5, 3, 77, 0, 129, 64, 63] + list(range(10, 80)))
     M = B62.copy()
     for go, ge in ((11.0, 1.0), (0.0, 0.0), (300.0, 1.0)):
@@ -431,7 +439,7 @@ def test_the_avx2_int8_kernel_equals_the_float_path(monkeypatch: pytest.MonkeyPa
     """The 32-lane int8 kernel of AVX2 hosts (two vpshufb lookups a row; it runs on any AVX2
     or AVX-512 CPU, so it is tested here whatever the host's own choice): the float32 path's
     scores, the saturated targets through int16 or, without AVX-512BW, float32."""
-    if not lanes_int._host_has_avx2():
+    if not host_has("avx2"):
         pytest.skip("no AVX2 on this CPU: the int8 kernels do not run here")
     from homalign.dp.lanes import score_local_query_packed
 
@@ -440,12 +448,7 @@ def test_the_avx2_int8_kernel_equals_the_float_path(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(lanes_int, "AVAILABLE", False)
     rng = np.random.default_rng(47)
     q = rng.integers(0, 20, 120)
-    ts = [rng.integers(0, 23, int(rng.integers(1, 260))) for _ in range(101)]
-    ts[7] = np.concatenate([q, q])  # past int8's limit
-    ts[50] = q.copy()
-    codes = np.concatenate(ts).astype(np.uint8)
-    lens = np.array([len(t) for t in ts], dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+    ts, codes, lens, starts = _database(rng, q, 101, 260, (7, 50))
     layout = lanes_int.int8_layout(codes, starts, lens)
     assert layout.lanes == LANES16 and layout.codes.shape == (int(layout.widths.sum()) * 32,)
     for go, ge in ((11.0, 1.0), (5.0, 2.0), (0.0, 0.0), (300.0, 1.0)):

@@ -66,15 +66,13 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-import llvmlite.binding as llb
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from homalign.dp.simd import array_data, column_loop, splat, vload, vstore
+from homalign.dp.simd import array_data, column_loop, host_has, splat, vload, vstore
 
 __all__ = ["AVAILABLE", "AVAILABLE8", "INT8_LANES", "LANES8", "LANES16", "TABLE16", "Int8Layout",
            "int8_layout", "int8_limit", "int8_scores", "int16_limit", "int16_scores"]
@@ -94,43 +92,13 @@ SHARED_ROWS = 8
 _CHECK_BLOCKS = 16  # a group checks every so many sweeps whether all its lanes have saturated
 
 
-def _host_has_avx512bw() -> bool:
-    if numba.config.CPU_NAME not in (None, "host"):  # a generic target: no x86 intrinsics
-        return False
-    try:
-        f = llb.get_host_cpu_features()
-        return bool(f.get("avx512f", False) and f.get("avx512bw", False))
-    except Exception:  # noqa: BLE001 - no feature query (non-x86): the float path
-        return False
-
-
 #: whether the int16 kernel can run here (else score_local_codes runs the float32 kernel)
-AVAILABLE = _host_has_avx512bw()
-
-
-def _host_has_vbmi() -> bool:
-    try:
-        return bool(llb.get_host_cpu_features().get("avx512vbmi", False))
-    except Exception:  # noqa: BLE001 - no feature query: no int8 kernel
-        return False
-
-
+AVAILABLE = host_has("avx512f", "avx512bw")
 #: whether the int8 kernel (one query against many targets; ``vpermb``) can run here
-AVAILABLE8 = AVAILABLE and _host_has_vbmi()
-
-
-def _host_has_avx2() -> bool:
-    if numba.config.CPU_NAME not in (None, "host"):  # a generic target: no x86 intrinsics
-        return False
-    try:
-        return bool(llb.get_host_cpu_features().get("avx2", False))
-    except Exception:  # noqa: BLE001 - no feature query (non-x86): no int8 kernel
-        return False
-
-
+AVAILABLE8 = AVAILABLE and host_has("avx512vbmi")
 #: lanes of the int8 kernel here: 64 with AVX-512 VBMI (``vpermb``), 32 on AVX2 (two
 #: ``vpshufb`` lookups and a blend), 0 where it cannot run
-INT8_LANES = LANES8 if AVAILABLE8 else LANES8 // 2 if _host_has_avx2() else 0
+INT8_LANES = LANES8 if AVAILABLE8 else LANES8 // 2 if host_has("avx2") else 0
 
 _i16 = ir.IntType(16)
 _i32 = ir.IntType(32)

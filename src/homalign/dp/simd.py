@@ -22,10 +22,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "V16B", "V16F", "V16I", "array_data", "column_loop", "get_mxcsr",
-           "lookup_lanes16",
-           "pack_lanes16", "pack_lanes16_at", "set_mxcsr", "splat", "transpose16", "vload",
-           "vmax", "vstore"]
+__all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "V16B", "V16F", "V16I", "array_data", "column_loop",
+           "get_mxcsr", "host_has", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at",
+           "set_mxcsr", "splat", "transpose16", "vload", "vmax", "vstore"]
 
 _N = 16
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
@@ -37,17 +36,21 @@ returning (nothing that can raise in between)."""
 TABLE = 32  # entries of the lookup table per row (vpermi2ps: two registers of 16)
 
 
-def _host_has_avx512f() -> bool:
-    if numba.config.CPU_NAME not in (None, "host"):  # a generic target: no x86 intrinsics
+def host_has(*features: str) -> bool:
+    """Whether the CPU numba compiles for has every one of ``features`` (LLVM's names, e.g.
+    ``"avx2"``, ``"avx512bw"``); False for a named or generic target (``NUMBA_CPU_NAME``: no
+    x86 intrinsics are emitted) and where the host's features cannot be queried (non-x86)."""
+    if numba.config.CPU_NAME not in (None, "host"):
         return False
     try:
-        return bool(llb.get_host_cpu_features().get("avx512f", False))
-    except Exception:  # noqa: BLE001 - no feature query (non-x86): the generic path
+        have = llb.get_host_cpu_features()
+    except Exception:  # noqa: BLE001 - no feature query (non-x86): the generic paths
         return False
+    return all(bool(have.get(f, False)) for f in features)
 
 
 #: whether pack_lanes16 looks the table up with vpermi2ps (else a masked gather)
-PERMUTE_TABLE = _host_has_avx512f()
+PERMUTE_TABLE = host_has("avx512f")
 
 _f32 = ir.FloatType()
 _i32 = ir.IntType(32)
