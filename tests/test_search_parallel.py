@@ -117,6 +117,22 @@ def test_a_fasta_database_is_searched_by_workers_through_a_temporary_directory(
         iter_search(queries, sub, method, workers=1, evalue=1e3))
 
 
+def test_no_room_for_the_temporary_database_searches_here_with_a_warning(database,
+                                                                          monkeypatch) -> None:
+    from homalign.search import database as dbmod
+
+    dbdir, seqs = database
+    fasta = SequenceDB.from_fasta(Path(dbdir).parent / "db.fa")
+
+    def full(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(dbmod, "makedb", full)
+    with pytest.warns(RuntimeWarning, match="in one process.*No space left"):
+        got = list(iter_search(seqs[:3], fasta, "sw", workers=2, evalue=1e3))
+    assert _key(got) == _key(iter_search(seqs[:3], fasta, "sw", workers=1, evalue=1e3))
+
+
 def test_a_worker_error_reaches_the_caller(database) -> None:
     dbdir, seqs = database
     too_long = Sequence("long", "A" * 50)

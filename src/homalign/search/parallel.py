@@ -23,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -138,7 +139,13 @@ def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw",
     n = min(int(workers), len(qs))
     if n > 1 and db_dir is None and _fasta_source(db) is not None:
         with tempfile.TemporaryDirectory(prefix="homalign-search-") as tmp:
-            built = _database_of(db, Path(tmp) / "db", learned=_base_method(method) == "learned")
+            try:
+                built = _database_of(db, Path(tmp) / "db",
+                                     learned=_base_method(method) == "learned")
+            except OSError as exc:  # no room or no write access in the temporary folder
+                warnings.warn(f"searching {db.source} in one process: no temporary database "
+                              f"for worker processes ({exc})", RuntimeWarning, stacklevel=2)
+                built = None
             if built is not None:
                 yield from _in_workers(qs, built, n, method, options, iterations)
                 return
