@@ -16,14 +16,16 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q "$TORCH_CPU"
     .venv/bin/python -m pip install -q -e '.[test,ray]'
-    # compile the kernels of `align`, `makedb` and `search` once, on the bundled examples: numba
-    # caches them beside the sources, so a new environment's first command starts in about a
-    # second instead of compiling for 10-45 s (about a minute here, once)
+    # compile the kernels of `align`, `makedb` and `search` (sw, learned, learned@3) once, on the
+    # bundled examples: numba caches them beside the sources, so a new environment's first
+    # command starts in about a second instead of compiling for 10-45 s (about a minute here)
     warm=$(mktemp -d)
     ex=$(.venv/bin/python -c 'from homalign.examples import directory; print(directory())')
     if ! { .venv/bin/homalign makedb -j 1 "$ex/db.fa" "$warm/db" \
            && .venv/bin/homalign search -j 1 --method learned "$ex/queries.fa" "$warm/db" \
            && .venv/bin/homalign search -j 1 --method sw "$ex/queries.fa" "$warm/db" \
+           && .venv/bin/homalign search -j 1 --method learned --iterations 3 \
+                  "$ex/queries.fa" "$warm/db" \
            && .venv/bin/homalign align "$ex/query.fa" "$ex/target.fa"; } >"$warm/log" 2>&1; then
         echo "note: the kernel warm-up failed (first commands will compile instead):" >&2
         tail -n 5 "$warm/log" >&2
