@@ -182,8 +182,10 @@ def test_learned_fusion_scores_the_best_pssm_and_sw_candidates(db_and_query, mon
 
 @pytest.mark.parametrize("method", ["pssm", "learned"])
 def test_the_last_round_seeds_with_the_query_pssm(db_and_query, monkeypatch, method) -> None:
-    """``iterative_search``'s MSA rounds prefilter with the query's sequence, its last round
-    with the query's PSSM (PSI-BLAST's seeding); ``PROFILE_SEEDS = False`` keeps the sequence."""
+    """``iterative_search``'s MSA rounds score the database's best ``max_candidates`` by
+    Smith-Waterman (no k-mer scan), its last round prefilters with the query's PSSM (PSI-BLAST's
+    seeding); ``PROFILE_SEEDS = False`` keeps the sequence, ``SW_CANDIDATES = False`` gives the
+    MSA rounds the sequence's k-mer prefilter."""
     from homalign.search import iterative
     from homalign.search import prefilter as pf
 
@@ -194,12 +196,50 @@ def test_the_last_round_seeds_with_the_query_pssm(db_and_query, monkeypatch, met
                         lambda *a, **k: seen.append(k.get("profile")) or scan(*a, **k))
     hits = iterative.iterative_search(query, db, 3, method, evalue=1e9, traceback=False)
     assert hits[0].target_id == "homolog"
-    assert all(p is None for p in seen[:-1]) and len(seen) >= 2
-    assert seen[-1] is not None and seen[-1].shape == (len(query), 23)
+    assert len(seen) == 1 and seen[0] is not None and seen[0].shape == (len(query), 23)
     seen.clear()
     monkeypatch.setattr(iterative, "PROFILE_SEEDS", False)
     iterative.iterative_search(query, db, 3, method, evalue=1e9, traceback=False)
-    assert seen and all(p is None for p in seen)
+    assert seen == [None]
+    seen.clear()
+    monkeypatch.setattr(iterative, "SW_CANDIDATES", False)
+    iterative.iterative_search(query, db, 3, method, evalue=1e9, traceback=False)
+    assert len(seen) >= 2 and all(p is None for p in seen)
+
+
+def test_the_msa_rounds_score_the_databases_best_by_smith_waterman(db_and_query,
+                                                                   monkeypatch) -> None:
+    """Each MSA round of an iterative search scores the database's best ``max_candidates`` by
+    SW score, from one pass over every target that the learned fusion's own candidates reuse."""
+    from homalign.search import engine, iterative, msa_build
+    from homalign.search.sw_scores import sw_scores
+
+    db, query = db_and_query
+    every = np.arange(len(db), dtype=np.int64)
+    sw = sw_scores(query.codes, db.codes, db.offsets, every)
+    want = sorted(np.argsort(-sw, kind="stable")[:5].tolist())
+    got, passes = [], []
+    real_build, real_sw = msa_build.build_msa, engine.sw_scores
+
+    def build(*a, candidates=None, **k):  # noqa: ANN002, ANN003, ANN202
+        got.append(None if candidates is None else candidates.tolist())
+        return real_build(*a, candidates=candidates, **k)
+
+    def counted(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        passes.append(len(a[3]))
+        return real_sw(*a, **k)
+
+    monkeypatch.setattr(iterative, "build_msa", build)
+    monkeypatch.setattr(engine, "sw_scores", counted)
+    monkeypatch.setattr(engine, "LEARNED_RESCORE", 6)  # the learned search's own 6 by SW
+    db.cache.pop("sw-every-target", None)
+    iterative.iterative_search(query, db, 3, "learned", evalue=1e9, traceback=False,
+                               max_candidates=5)
+    assert got == [want]
+    assert passes.count(len(db)) == 1  # one pass over every target for both
+    iterative.iterative_search(query, db, 3, "learned", evalue=1e9, traceback=False,
+                               prefilter=False)  # exhaustive: every target, no SW selection
+    assert got[-1] is None
 
 
 def test_learned_candidates_are_the_databases_best_by_smith_waterman(db_and_query) -> None:

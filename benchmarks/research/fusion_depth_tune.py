@@ -5,7 +5,8 @@ or the PSSM round's best K (with or without the learned search's own best 80 by 
 
     homalign makedb $HOMALIGN_DATA/scope/astral-2.07-40.trainval.fa TRAINVAL.db
     python benchmarks/research/fusion_depth_tune.py --db TRAINVAL.db [--queries 563] \\
-        [--depths 40,80,150,300 | --seeds | --end-to-end 150,200,300] --out OUT.csv
+        [--depths 40,80,150,300 | --seeds |
+         --end-to-end 150,200,300 [--methods pssm,learned] [--msa-candidates sw,kmer]] --out OUT.csv
 
 Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold_tuning_set`,
 ``heldout=True``), scores only, one thread. Each query's MSA (2 rounds), its PSSM round and the
@@ -45,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--depths", default="40,80,150,300")
     p.add_argument("--seeds", action="store_true", help="PSSM seeds of the last round, off/on")
     p.add_argument("--end-to-end", dest="end_to_end", default=None,
-                   help="FUSION_RESCORE values (e.g. 150,200,300): learned@3 end to end each")
+                   help="FUSION_RESCORE values (e.g. 150,200,300): METHOD@3 end to end each")
+    p.add_argument("--methods", default="learned", help="with --end-to-end: e.g. pssm,learned")
+    p.add_argument("--msa-candidates", dest="msa_candidates", default="sw",
+                   help="with --end-to-end: the MSA rounds' candidates, sw and/or kmer "
+                        "(homalign.search.iterative.SW_CANDIDATES on / off)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     set_threads(1)
@@ -54,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds:
         return _write(_seeds(db, tuning), args.out)
     if args.end_to_end:
-        return _write(_end_to_end(db, tuning, [int(x) for x in args.end_to_end.split(",")]),
+        return _write(_end_to_end(db, tuning, [int(x) for x in args.end_to_end.split(",")],
+                                  args.methods.split(","), args.msa_candidates.split(",")),
                       args.out)
     params = karlin_altschul("BLOSUM62", 11.0, 1.0)
     runs = {}
@@ -130,31 +136,38 @@ def _seeds(db, tuning) -> list[dict]:
     return rows
 
 
-def _end_to_end(db, tuning, depths: list[int]) -> list[dict]:
-    """learned@3 end to end (the shipped PSSM seeds) with ``FUSION_RESCORE`` at each depth:
+def _end_to_end(db, tuning, depths: list[int], methods: list[str],
+                msa_candidates: list[str]) -> list[dict]:
+    """METHOD@3 end to end (the shipped PSSM seeds) for each MSA-round candidate source (``sw``:
+    the database's best by SW, ``kmer``: the k-mer prefilter's) and ``FUSION_RESCORE`` depth:
     sensitivities and milliseconds a query (scores only, one pass after one warm-up query)."""
     import time
 
     from homalign.search import iterative
 
     rows = []
-    for depth in depths:
-        iterative.FUSION_RESCORE = depth
-        q0 = db.sequence(db.index_of(tuning.queries[0]))
-        iterative.iterative_search(q0, db, 3, "learned", evalue=1e9, max_hits=2000,
-                                   traceback=False)
-        results = {}
-        start = time.perf_counter()
-        for qid in tuning.queries:
-            q = db.sequence(db.index_of(qid))
-            results[qid] = [(h.target_id, h.score, h.evalue) for h in
-                            iterative.iterative_search(q, db, 3, "learned", evalue=1e9,
-                                                       max_hits=2000, traceback=False)]
-        ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
-        sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
-        rows.append({"fusion_rescore": depth, "family": round(sens["family"], 4),
-                     "superfamily": round(sens["superfamily"], 4), "ms_per_query": round(ms, 1)})
-        print(rows[-1], file=sys.stderr, flush=True)
+    for source in msa_candidates:
+        iterative.SW_CANDIDATES = source == "sw"
+        for depth in depths:
+            iterative.FUSION_RESCORE = depth
+            for method in methods:
+                q0 = db.sequence(db.index_of(tuning.queries[0]))
+                iterative.iterative_search(q0, db, 3, method, evalue=1e9, max_hits=2000,
+                                           traceback=False)
+                results = {}
+                start = time.perf_counter()
+                for qid in tuning.queries:
+                    q = db.sequence(db.index_of(qid))
+                    results[qid] = [(h.target_id, h.score, h.evalue) for h in
+                                    iterative.iterative_search(q, db, 3, method, evalue=1e9,
+                                                               max_hits=2000, traceback=False)]
+                ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
+                sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
+                rows.append({"method": f"{method}@3", "msa_candidates": source,
+                             "fusion_rescore": depth, "family": round(sens["family"], 4),
+                             "superfamily": round(sens["superfamily"], 4),
+                             "ms_per_query": round(ms, 1)})
+                print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 

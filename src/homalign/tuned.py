@@ -78,6 +78,14 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "(every round seeded by its PSSM: 0.1323 / 0.4814 for ~21%)",
               "benchmarks/research/fusion_depth_tune.py --seeds",
               "The last round of an iterative search seeds with the query's PSSM"),
+        Tuned("homalign.search.iterative:SW_CANDIDATES", True,
+              f"563 {_HELDOUT_QUERIES}, end to end: the MSA rounds' candidates the database's "
+              "best 300 by SW instead of the k-mer prefilter's: learned@3 superfamily / family "
+              "0.1408 / 0.4948 at 137 ms -> 0.1419 / 0.4962 at 117 ms, pssm@3 0.1145 / 0.4262 "
+              "-> 0.1151 / 0.4271 at 70 ms both",
+              "benchmarks/research/fusion_depth_tune.py --end-to-end 200 --methods pssm,learned "
+              "--msa-candidates kmer,sw",
+              "The MSA rounds of an iterative search score the database's best by SW"),
         Tuned("homalign.search.iterative:FUSION_RESCORE", 200,
               f"563 {_HELDOUT_QUERIES}, learned@3 end to end with PSSM seeds: superfamily / "
               "family 0.1408 / 0.4948 at 134 ms a query with the PSSM round's best 200 and the "

@@ -218,10 +218,21 @@ def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool =
 
 def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
     """The ``n`` candidates with the best BLOSUM62 11/1 local scores (ascending indices);
-    targets identical to the query always stay."""
+    targets identical to the query always stay. The scores of every target are kept on the
+    database for the last query, so the rounds of an iterative search and its learned ranking
+    share one pass."""
     from homalign.search.prefilter import exact_matches
 
-    sw = sw_scores(q.codes, db.codes, db.offsets, cand, db=db).astype(np.float64)
+    cand = np.asarray(cand, dtype=np.int64)
+    every = len(cand) == len(db) and np.array_equal(cand, np.arange(len(db)))
+    key = q.codes.tobytes()
+    kept = db.cache.get("sw-every-target") if every else None
+    if kept is not None and kept[0] == key:
+        sw = kept[1].copy()
+    else:
+        sw = sw_scores(q.codes, db.codes, db.offsets, cand, db=db).astype(np.float64)
+        if every:
+            db.cache["sw-every-target"] = (key, sw.copy())
     sw[np.isin(cand, exact_matches(q.codes, db))] = np.inf
     if n >= len(sw):
         return np.sort(cand)

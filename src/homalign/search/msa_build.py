@@ -94,11 +94,14 @@ def build_msa(
     gap_extend: float = 1.0,
     pseudocounts: str = "matrix",
     search_fn: Any = None,
+    candidates: np.ndarray | None = None,
 ):
     """Search ``db`` iteratively with a profile of ``query``; returns the final MSA.
 
-    ``db`` is a ``homalign.search.SequenceDB`` or a path (FASTA or makedb directory).
-    ``search_fn`` replaces :func:`homalign.search.search` (same signature; for tests).
+    ``db`` is a ``homalign.search.SequenceDB`` or a path (FASTA or makedb directory). Each round
+    scores the k-mer prefilter's best ``max_candidates`` targets, or ``candidates`` (database
+    indices) when given. ``search_fn`` replaces :func:`homalign.search.search` (same signature;
+    for tests).
     """
     from homalign.methods.profile import ProteinRep
     from homalign.stats import karlin_altschul
@@ -115,10 +118,11 @@ def build_msa(
     included: set[str] = set()
     for _ in range(iterations):
         rep = ProteinRep(query, source=profile)
+        where = ({"candidates": candidates} if candidates is not None else
+                 {"prefilter": prefilter, "prefilter_options": {"max_seqs": max_candidates}})
         hits = search_fn(query, db, method="pssm", evalue=inclusion_evalue, max_hits=max_hits,
-                         prefilter=prefilter, prefilter_options={"max_seqs": max_candidates},
                          query_rep=rep, params=params, matrix=matrix,
-                         gap_open=gap_open, gap_extend=gap_extend)
+                         gap_open=gap_open, gap_extend=gap_extend, **where)
         alns = [h.alignment for h in hits
                 if h.alignment is not None and h.target_id != query.id and h.alignment.length]
         ids = {a.target_id for a in alns}
