@@ -6,6 +6,7 @@ import csv
 import math
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -211,16 +212,10 @@ def test_warm_up_leaves_the_database_work_in_the_timed_run(tmp_path, monkeypatch
     from homalign.search import embeddings
 
     db, ql = _synthetic_scop(tmp_path)
-    calls = []
-    real = embeddings.compute_embeddings
-
-    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(embeddings, "compute_embeddings", counting)
+    counted = mock.Mock(wraps=embeddings.compute_embeddings)
+    monkeypatch.setattr(embeddings, "compute_embeddings", counted)
     summary = run_benchmark(db, ql, ["learned"], tmp_path / "out", progress=False, threads=1)
-    assert len(calls) == 2  # the warm-up's database, then the timed run's
+    assert counted.call_count == 2  # the warm-up's database, then the timed run's
     assert summary[0]["queries"] == 8 and summary[0]["warmup_seconds"] > 0
 
 

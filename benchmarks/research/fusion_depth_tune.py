@@ -108,41 +108,46 @@ def _write(rows: list[dict], out: Path) -> int:
     return 0
 
 
-def _seeds(db, tuning) -> list[dict]:
-    """pssm@3 and learned@3 end to end with the last round seeded by the sequence, then by
-    the PSSM; sensitivities and milliseconds a query (scores only)."""
+def _timed(db, tuning, method: str) -> dict:
+    """``method``@3 end to end over the tuning queries (scores only): family and superfamily
+    sensitivity and milliseconds a query, after one warm-up query."""
     import time
 
+    from homalign.search import iterative
+
+    def run(qid: str) -> list:
+        q = db.sequence(db.index_of(qid))
+        return [(h.target_id, h.score, h.evalue) for h in
+                iterative.iterative_search(q, db, 3, method, evalue=1e9, max_hits=2000,
+                                           traceback=False)]
+
+    run(tuning.queries[0])
+    start = time.perf_counter()
+    results = {qid: run(qid) for qid in tuning.queries}
+    ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
+    sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
+    return {"family": round(sens["family"], 4), "superfamily": round(sens["superfamily"], 4),
+            "ms_per_query": round(ms, 1)}
+
+
+def _seeds(db, tuning) -> list[dict]:
+    """pssm@3 and learned@3 with the last round seeded by the sequence, then by the PSSM."""
     from homalign.search import iterative
 
     rows = []
     for seeds in (False, True):
         iterative.PROFILE_SEEDS = seeds
         for method in ("pssm", "learned"):
-            results = {}
-            start = time.perf_counter()
-            for qid in tuning.queries:
-                q = db.sequence(db.index_of(qid))
-                results[qid] = [(h.target_id, h.score, h.evalue) for h in
-                                iterative.iterative_search(q, db, 3, method, evalue=1e9,
-                                                           max_hits=2000, traceback=False)]
-            ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
-            sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
             rows.append({"method": f"{method}@3", "pssm_seeds": seeds,
-                         "family": round(sens["family"], 4),
-                         "superfamily": round(sens["superfamily"], 4),
-                         "ms_per_query": round(ms, 1)})
+                         **_timed(db, tuning, method)})
             print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 
 def _end_to_end(db, tuning, depths: list[int], methods: list[str],
                 msa_candidates: list[str]) -> list[dict]:
-    """METHOD@3 end to end (the shipped PSSM seeds) for each MSA-round candidate source (``sw``:
-    the database's best by SW, ``kmer``: the k-mer prefilter's) and ``FUSION_RESCORE`` depth:
-    sensitivities and milliseconds a query (scores only, one pass after one warm-up query)."""
-    import time
-
+    """METHOD@3 (the shipped PSSM seeds) for each MSA-round candidate source (``sw``: the
+    database's best by SW, ``kmer``: the k-mer prefilter's) and ``FUSION_RESCORE`` depth."""
     from homalign.search import iterative
 
     rows = []
@@ -151,22 +156,8 @@ def _end_to_end(db, tuning, depths: list[int], methods: list[str],
         for depth in depths:
             iterative.FUSION_RESCORE = depth
             for method in methods:
-                q0 = db.sequence(db.index_of(tuning.queries[0]))
-                iterative.iterative_search(q0, db, 3, method, evalue=1e9, max_hits=2000,
-                                           traceback=False)
-                results = {}
-                start = time.perf_counter()
-                for qid in tuning.queries:
-                    q = db.sequence(db.index_of(qid))
-                    results[qid] = [(h.target_id, h.score, h.evalue) for h in
-                                    iterative.iterative_search(q, db, 3, method, evalue=1e9,
-                                                               max_hits=2000, traceback=False)]
-                ms = 1000 * (time.perf_counter() - start) / len(tuning.queries)
-                sens = mean_sensitivity(sensitivities(results, tuning.queries, tuning.index))
                 rows.append({"method": f"{method}@3", "msa_candidates": source,
-                             "fusion_rescore": depth, "family": round(sens["family"], 4),
-                             "superfamily": round(sens["superfamily"], 4),
-                             "ms_per_query": round(ms, 1)})
+                             "fusion_rescore": depth, **_timed(db, tuning, method)})
                 print(rows[-1], file=sys.stderr, flush=True)
     return rows
 

@@ -1,6 +1,7 @@
 """Where a learned search query's time goes: each stage's function timed in place.
 
     python benchmarks/research/search_stages.py --db TRAINVAL.db --queries Q.fa
+    NUMBA_CPU_NAME=haswell python benchmarks/research/search_stages.py ... --avx2   # an AVX2 host
 
 One thread (numba, BLAS), every query through ``homalign.search`` (tracebacks of the hits with
 E <= 10) after one warm-up query; prints milliseconds a query for the Smith-Waterman stage, the
@@ -49,7 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", required=True, help="homalign makedb directory")
     p.add_argument("--queries", required=True, help="FASTA file of queries")
+    p.add_argument("--avx2", action="store_true",
+                   help="the kernels an AVX2-only host runs (int8 SW on 32 lanes, no int16 "
+                        "lanes); with NUMBA_CPU_NAME=haswell the code is compiled for one")
     args = p.parse_args(argv)
+    if args.avx2:
+        from homalign.dp import lanes_int
+
+        lanes_int.AVAILABLE, lanes_int.AVAILABLE8 = False, False
+        lanes_int.INT8_LANES = lanes_int.LANES8 // 2
     from homalign.threads import set_threads
 
     set_threads(1)

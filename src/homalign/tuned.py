@@ -85,7 +85,7 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "-> 0.1151 / 0.4271 at 70 ms both",
               "benchmarks/research/fusion_depth_tune.py --end-to-end 200 --methods pssm,learned "
               "--msa-candidates kmer,sw",
-              "The MSA rounds of an iterative search score the database's best by SW"),
+              "The MSA rounds of an iterative search score the database's best 300 by SW"),
         Tuned("homalign.search.iterative:FUSION_RESCORE", 200,
               f"563 {_HELDOUT_QUERIES}, learned@3 end to end with PSSM seeds: superfamily / "
               "family 0.1408 / 0.4948 at 134 ms a query with the PSSM round's best 200 and the "

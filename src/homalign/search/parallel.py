@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from homalign.search.database import SequenceDB, open_database
-from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, search
+from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, batched_ranking, search
 from homalign.search.hits import Hit
 from homalign.sequence import Sequence
 
@@ -141,7 +141,7 @@ def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw",
         with tempfile.TemporaryDirectory(prefix="homalign-search-") as tmp:
             try:
                 built = _database_of(db, Path(tmp) / "db",
-                                     learned=_base_method(method) == "learned")
+                                     learned=batched_ranking(method) is not None)
             except OSError as exc:  # no room or no write access in the temporary folder
                 warnings.warn(f"searching {db.source} in one process: no temporary database "
                               f"for worker processes ({exc})", RuntimeWarning, stacklevel=2)
@@ -161,10 +161,6 @@ def _fasta_source(db: SequenceDB) -> str | None:
     """The FASTA file ``db`` was read from, or None."""
     src = db.source
     return src if src is not None and Path(src).is_file() else None
-
-
-def _base_method(method: str) -> str:
-    return method.partition("@")[0]
 
 
 def _database_of(db: SequenceDB, out: Path, *, learned: bool) -> str | None:
