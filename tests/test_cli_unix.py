@@ -89,11 +89,12 @@ def test_search_closed_pipe(files):
     assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
 
 
-def test_search_streams_query_by_query(files):
+def test_search_streams_query_by_query(files, tmp_path):
     """The first query's hits arrive before the last query is searched."""
     _q, db, _ = files
     proc = subprocess.Popen([HOMALIGN, "search", str(db), str(db), "--method", "sw"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**ENV, "TMPDIR": str(tmp_path)})  # what the kill leaves
     try:
         first = proc.stdout.readline()
         assert first.count(b"\t") == 11

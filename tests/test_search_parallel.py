@@ -117,6 +117,48 @@ def test_a_fasta_database_is_searched_by_workers_through_a_temporary_directory(
         iter_search(queries, sub, method, workers=1, evalue=1e3))
 
 
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(proc.stdout)
+
+
+def test_a_killed_searchs_temporary_database_is_removed_by_the_next(database, tmp_path,
+                                                                     monkeypatch) -> None:
+    """A search killed while its workers ran leaves its temporary database behind; the next
+    search over a FASTA file deletes it, and leaves running searches' folders alone."""
+    import os
+    import tempfile
+    import time
+
+    from homalign.search.parallel import remove_stale_search_folders
+
+    dbdir, seqs = database
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / "homalign-search-dead"
+    (dead / "db").mkdir(parents=True)
+    (dead / ".pid").write_text(str(_dead_pid()))
+    running = tmp_path / "homalign-search-running"
+    running.mkdir()
+    (running / ".pid").write_text(str(os.getpid()))
+    unmarked_old = tmp_path / "homalign-search-old"
+    unmarked_old.mkdir()
+    os.utime(unmarked_old, (time.time() - 7200, time.time() - 7200))
+    unmarked_new = tmp_path / "homalign-search-new"  # just made, its pid not yet written
+    unmarked_new.mkdir()
+    other = tmp_path / "something-else"
+    other.mkdir()
+    fasta = SequenceDB.from_fasta(Path(dbdir).parent / "db.fa")
+    got = list(iter_search(seqs[:3], fasta, "sw", workers=2, evalue=1e3))
+    assert _key(got) == _key(iter_search(seqs[:3], fasta, "sw", workers=1, evalue=1e3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "homalign-search-new", "homalign-search-running", "something-else"]
+    assert remove_stale_search_folders(tmp_path) == []
+
+
 def test_no_room_for_the_temporary_database_searches_here_with_a_warning(database,
                                                                           monkeypatch) -> None:
     from homalign.search import database as dbmod

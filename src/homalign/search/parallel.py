@@ -138,7 +138,9 @@ def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw",
     db_dir = database_dir(db)
     n = min(int(workers), len(qs))
     if n > 1 and db_dir is None and _fasta_source(db) is not None:
-        with tempfile.TemporaryDirectory(prefix="homalign-search-") as tmp:
+        remove_stale_search_folders()
+        with tempfile.TemporaryDirectory(prefix=_TMP_PREFIX) as tmp:
+            (Path(tmp) / ".pid").write_text(str(os.getpid()))
             try:
                 built = _database_of(db, Path(tmp) / "db",
                                      learned=batched_ranking(method) is not None)
@@ -155,6 +157,42 @@ def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw",
             yield q, _one(q, db, method, iterations, reps, options)
         return
     yield from _in_workers(qs, db_dir, n, method, options, iterations)
+
+
+_TMP_PREFIX = "homalign-search-"
+_UNMARKED_AGE = 3600.0  # seconds: a folder without a pid is stale this long after its creation
+
+
+def remove_stale_search_folders(root: str | Path | None = None) -> list[Path]:
+    """Delete the temporary databases (``homalign-search-*`` in ``root``, by default the
+    temporary folder) that killed searches left: those whose ``.pid`` names a process that is
+    gone, or that have no ``.pid`` an hour after they were made; returns what was removed.
+    A folder whose search is still running is left alone."""
+    import shutil
+    import time
+
+    removed = []
+    for d in Path(root or tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*"):
+        try:
+            pid = int((d / ".pid").read_text())
+        except (OSError, ValueError):
+            try:
+                if time.time() - d.stat().st_mtime < _UNMARKED_AGE:
+                    continue  # a search between making the folder and marking it
+            except OSError:
+                continue
+        else:
+            try:
+                os.kill(pid, 0)
+                continue  # still running
+            except ProcessLookupError:
+                pass
+            except OSError:  # another user's process: alive
+                continue
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            removed.append(d)
+    return removed
 
 
 def _fasta_source(db: SequenceDB) -> str | None:
@@ -213,4 +251,4 @@ def search_many(
                      dynamic_ncols=True))
 
 
-__all__ = ["database_dir", "iter_search", "search_many"]
+__all__ = ["database_dir", "iter_search", "remove_stale_search_folders", "search_many"]
