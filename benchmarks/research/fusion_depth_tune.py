@@ -6,7 +6,8 @@ or the PSSM round's best K (with or without the learned search's own best 80 by 
     homalign makedb $HOMALIGN_DATA/scope/astral-2.07-40.trainval.fa TRAINVAL.db
     python benchmarks/research/fusion_depth_tune.py --db TRAINVAL.db [--queries 563] \\
         [--depths 40,80,150,300 | --seeds |
-         --end-to-end 150,200,300 [--methods pssm,learned] [--msa-candidates sw,kmer]] --out OUT.csv
+         --end-to-end 150,200,300 [--methods pssm,learned] [--msa-candidates sw,kmer]
+         [--ungapped 1000,0]] --out OUT.csv
 
 Held-out *train-fold* queries only (:func:`homalign.evaluate.homology.train_fold_tuning_set`,
 ``heldout=True``), scores only, one thread. Each query's MSA (2 rounds), its PSSM round and the
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--msa-candidates", dest="msa_candidates", default="sw",
                    help="with --end-to-end: the MSA rounds' candidates, sw and/or kmer "
                         "(homalign.search.iterative.SW_CANDIDATES on / off)")
+    p.add_argument("--ungapped", default=None,
+                   help="with --end-to-end: UNGAPPED_CANDIDATES values, e.g. 1000,0 (0: SW of "
+                        "every target; default: the shipped value)")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     set_threads(1)
@@ -60,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return _write(_seeds(db, tuning), args.out)
     if args.end_to_end:
         return _write(_end_to_end(db, tuning, [int(x) for x in args.end_to_end.split(",")],
-                                  args.methods.split(","), args.msa_candidates.split(",")),
-                      args.out)
+                                  args.methods.split(","), args.msa_candidates.split(","),
+                                  _ungapped_values(args.ungapped)), args.out)
     params = karlin_altschul("BLOSUM62", 11.0, 1.0)
     runs = {}
     for qid in tuning.queries:
@@ -144,21 +148,35 @@ def _seeds(db, tuning) -> list[dict]:
     return rows
 
 
+def _ungapped_values(arg: str | None) -> list[int]:
+    """``--ungapped`` as UNGAPPED_CANDIDATES values (0: larger than any database)."""
+    from homalign.search import engine
+
+    if not arg:
+        return [engine.UNGAPPED_CANDIDATES]
+    return [int(x) or 2**62 for x in arg.split(",")]
+
+
 def _end_to_end(db, tuning, depths: list[int], methods: list[str],
-                msa_candidates: list[str]) -> list[dict]:
+                msa_candidates: list[str], ungapped: list[int]) -> list[dict]:
     """METHOD@3 (the shipped PSSM seeds) for each MSA-round candidate source (``sw``: the
-    database's best by SW, ``kmer``: the k-mer prefilter's) and ``FUSION_RESCORE`` depth."""
-    from homalign.search import iterative
+    database's best by SW, ``kmer``: the k-mer prefilter's), ``FUSION_RESCORE`` depth and
+    ``UNGAPPED_CANDIDATES`` value."""
+    from homalign.search import engine, iterative
 
     rows = []
-    for source in msa_candidates:
-        iterative.SW_CANDIDATES = source == "sw"
-        for depth in depths:
-            iterative.FUSION_RESCORE = depth
-            for method in methods:
-                rows.append({"method": f"{method}@3", "msa_candidates": source,
-                             "fusion_rescore": depth, **_timed(db, tuning, method)})
-                print(rows[-1], file=sys.stderr, flush=True)
+    for n_ungapped in ungapped:
+        engine.UNGAPPED_CANDIDATES = n_ungapped
+        for source in msa_candidates:
+            iterative.SW_CANDIDATES = source == "sw"
+            for depth in depths:
+                iterative.FUSION_RESCORE = depth
+                for method in methods:
+                    rows.append({"method": f"{method}@3", "msa_candidates": source,
+                                 "fusion_rescore": depth,
+                                 "ungapped": n_ungapped if n_ungapped < 2**62 else 0,
+                                 **_timed(db, tuning, method)})
+                    print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 

@@ -139,6 +139,15 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "benchmarks/research/search_depth_tune.py --settings sw:-:80,sw:-:100,sw:-:120,"
               "11:1000:80",
               "The learned search's candidates: the database's best 80 by SW score"),
+        Tuned("homalign.search.engine:UNGAPPED_CANDIDATES", 1000,
+              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1188 / 0.4494 (SW of every "
+              "target) -> 0.1183 / 0.4528 (500: 0.1164 / 0.4521; 2,000: 0.1169 / 0.4489) at "
+              "33.5-35.1 -> 29.5-31.6 ms a query; learned@3 0.1419 / 0.4962 -> 0.1403 / "
+              "0.4978, pssm@3 0.1151 / 0.4271 either way",
+              "benchmarks/research/search_depth_tune.py --settings sw:-:80 --ungapped "
+              "1000,500,2000,0; benchmarks/research/fusion_depth_tune.py --end-to-end 200 "
+              "--methods learned,pssm --ungapped 1000,0",
+              "The learned search's Smith-Waterman pass scores the best 1,000 by ungapped score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

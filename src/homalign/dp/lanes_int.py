@@ -55,6 +55,12 @@ One query against 1,000 targets of 50-400 residues, one thread: 17 GCUPS against
 learned search query's pass over trainval: 64 lanes 15 ms, 32 lanes 20 ms (compiled for Haswell
 on the AMD EPYC), pyopal 59 ms.
 
+Ungapped int8 (:func:`int8_ungapped_scores`, the learned search's first pass,
+:mod:`homalign.search.ungapped`): the same lanes, layout and score lookups with ``h = max(H(i-1,
+j-1) + s, 0)``, ``best = max(best, h)`` per cell (no E, F or gap costs), exact below LIMIT = 127
+- max score; 100 trainval queries against all of trainval, one thread: 5.0 ms a query against
+the int8 Smith-Waterman pass's 11.2.
+
 Requirements: AVX-512BW (``vpermw``, 512-bit int16 arithmetic) on the CPU numba compiles for
 (:data:`AVAILABLE`; a generic target, ``NUMBA_CPU_NAME=generic``, has none); elsewhere, and for
 non-integer matrices or gap costs, :func:`homalign.dp.lanes.score_local_codes` runs the float32
@@ -75,7 +81,8 @@ from numba.extending import intrinsic
 from homalign.dp.simd import array_data, column_loop, host_has, splat, vload, vstore
 
 __all__ = ["AVAILABLE", "AVAILABLE8", "INT8_LANES", "LANES8", "LANES16", "TABLE16", "Int8Layout",
-           "int8_layout", "int8_limit", "int8_scores", "int16_limit", "int16_scores"]
+           "int8_layout", "int8_limit", "int8_scores", "int8_ungapped_limit",
+           "int8_ungapped_scores", "int16_limit", "int16_scores"]
 
 LANES16 = 32  # int16 lanes of one 512-bit vector
 LANES8 = 64  # int8 lanes of one 512-bit vector
@@ -254,6 +261,64 @@ def _sweep_shared(typingctx, hb, eb, tv, tab, roffs, t, go, ge, st):  # noqa: AN
     return types.void(hb, eb, tv, tab, roffs, t, go, ge, st), _shared_codegen(vt, perm)
 
 
+def _ungapped_codegen(vt, perm):  # noqa: ANN001, ANN202
+    """The body of :func:`_sweep_ungapped` on ``vt`` (<64 x i8> with ``perm`` vpermb, or
+    <32 x i8> with two vpshufb): per cell ``h = max(H(i-1, j-1) + s, 0)``, ``best = max(best,
+    h)`` in saturating int8, the values of a column passing from row to row in registers."""
+    lanes = vt.count
+    load = partial(vload, lanes=lanes, align=1)
+    store = partial(vstore, align=1)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+        hb_, tv_, tab_, roffs_, t_, st_ = args
+        tys = signature.args
+        b = builder
+        i64 = lambda x: ir.Constant(_i64, x)  # noqa: E731
+        hp, tvp, tabp, rp, stp = (_data(context, b, tys[k], v) for k, v in (
+            (0, hb_), (1, tv_), (2, tab_), (3, roffs_), (5, st_)))
+        rows = [load(b, tabp, b.load(b.gep(rp, [i64(r)]))) for r in range(SHARED_ROWS)]
+        kind = f"v{lanes}i8"
+        adds = _fn(b, f"llvm.sadd.sat.{kind}", 2, vt)
+        smax = _fn(b, f"llvm.smax.{kind}", 2, vt)
+        zero = ir.Constant(vt, [0] * lanes)
+        best0 = load(b, stp, i64(0))
+
+        def column(j, *carried):  # noqa: ANN001, ANN202
+            hd, best = carried[:SHARED_ROWS], carried[-1]
+            off = b.mul(j, i64(lanes))
+            codes = load(b, tvp, off)
+            hup = load(b, hp, off)
+            hd_n, hs = [], []
+            for r in range(SHARED_ROWS):
+                h = b.call(smax, [b.call(adds, [hd[r], perm(b, rows[r], codes)]), zero])
+                hd_n.append(hup)
+                hs.append(h)
+                hup = h
+            store(b, hup, hp, off)
+            while len(hs) > 1:  # the running best: a tree over the rows, then one max
+                hs = [b.call(smax, [hs[k], hs[k + 1]]) if k + 1 < len(hs) else hs[k]
+                      for k in range(0, len(hs), 2)]
+            return [*hd_n, b.call(smax, [best, hs[0]])]
+
+        _, carried = column_loop(b, "ungapped", i64(0), t_, 1, [zero] * SHARED_ROWS + [best0],
+                                 column)
+        store(b, carried[-1], stp, i64(0))
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def _sweep_ungapped(typingctx, hb, tv, tab, roffs, t, st):  # noqa: ANN001, ANN201, ARG001
+    """:func:`_sweep_shared` without gaps (int8 only): SHARED_ROWS rows of the ungapped
+    recurrence over columns 0 .. T-1; ``hb``: H of the row above (read, then written), ``st``:
+    the running best. 64 lanes with a flat table, 32 (AVX2) with a (32, 32) one."""
+    if st.dtype != types.int8:
+        return None
+    vt, perm = (_V8H, _pshufb2) if tab.ndim == 2 else (_V8, _permb)
+    return types.void(hb, tv, tab, roffs, t, st), _ungapped_codegen(vt, perm)
+
+
 @njit(cache=True, nogil=True)
 def _lane_codes(tc, to, tl, idx, T, tv, lanes):  # noqa: ANN001, ANN201, PLR0913
     """The codes of the targets ``idx`` (at most ``lanes``) lane-major into ``tv`` (T columns of
@@ -282,6 +347,22 @@ def _shared_sweeps(tab, q, tv, n, T, go, ge, limit, st):  # noqa: ANN001, ANN201
             i = i0 + r
             rows[r] = np.int64(q[i]) * lanes if i < Q else PAD * lanes
         _sweep_shared(hb, eb, tv, tab, rows, T, go, ge, st)
+        if (i0 // SHARED_ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
+            break
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _ungapped_sweeps(tab, q, tv, n, T, limit, st):  # noqa: ANN001, ANN201, PLR0913
+    """:func:`_shared_sweeps` of the ungapped recurrence (:func:`_sweep_ungapped`)."""
+    lanes = st.shape[0]
+    Q = q.shape[0]
+    hb = np.zeros(T * lanes, dtype=st.dtype)
+    rows = np.empty(SHARED_ROWS, dtype=np.int64)
+    for i0 in range(0, Q, SHARED_ROWS):
+        for r in range(SHARED_ROWS):  # rows past the query: the pad row (scores -128)
+            i = i0 + r
+            rows[r] = np.int64(q[i]) * lanes if i < Q else PAD * lanes
+        _sweep_ungapped(hb, tv, tab, rows, T, st)
         if (i0 // SHARED_ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
             break
 
@@ -641,6 +722,22 @@ def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sa
             sat[idx[u]] = st[u] >= limit
 
 
+@njit(cache=True, parallel=True)
+def _run8u(tab, q, order, widths, starts, codes, lanes, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
+    ng = widths.shape[0]
+    for p0 in prange(ng):
+        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
+        idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
+        st = np.zeros(lanes, dtype=np.int8)
+        T = widths[g]
+        if T > 0 and q.shape[0] > 0:
+            _ungapped_sweeps(tab, q, codes[starts[g]:starts[g] + T * lanes], idx.shape[0], T,
+                             limit, st)
+        for u in range(idx.shape[0]):
+            scores[idx[u]] = st[u]
+            sat[idx[u]] = st[u] >= limit
+
+
 def int8_limit(M: np.ndarray, go: float, ge: float) -> int | None:
     """:func:`int16_limit` for the int8 kernel: ``127 - max(max score, 0)``, or None where it
     does not apply (non-integer values, or no headroom)."""
@@ -670,13 +767,53 @@ def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
     elif len(layout.order) != n or layout.lanes != lanes:
         raise ValueError(f"the layout holds {len(layout.order)} targets in groups of "
                          f"{layout.lanes}, not {n} in groups of {lanes}")
-    K = np.asarray(M).shape[0]
-    width = LANES8 if lanes == LANES8 else TABLE16  # a row per code: vpermb 64, vpshufb 32
-    tab = np.full((width, width), I8_MIN, dtype=np.int8)  # row a: M[a, :], -128 elsewhere
-    tab[:K, :K] = np.clip(M, I8_MIN, I8_MAX).astype(np.int8)
     g8 = np.int64(min(float(go), I8_MAX))
     e8 = np.int64(min(float(ge), I8_MAX))
-    # the 64-lane kernel reads a flat table, the 32-lane one a (32, 32) table (_sweep_shared)
-    _run8(tab.reshape(-1) if lanes == LANES8 else tab, np.ascontiguousarray(q, dtype=np.int32),
-          *layout[:4], np.int64(lanes), g8, e8, np.int8(limit), scores, sat)
+    _run8(_table8(M, lanes), np.ascontiguousarray(q, dtype=np.int32), *layout[:4],
+          np.int64(lanes), g8, e8, np.int8(limit), scores, sat)
+    return scores, sat
+
+
+def _table8(M: np.ndarray, lanes: int) -> np.ndarray:
+    """The int8 kernels' score table: row ``a`` holds ``M[a, :]``, -128 elsewhere; flat for the
+    64-lane kernel (``vpermb``), (32, 32) for the 32-lane one (two ``vpshufb``)."""
+    K = np.asarray(M).shape[0]
+    width = LANES8 if lanes == LANES8 else TABLE16  # a row per code: vpermb 64, vpshufb 32
+    tab = np.full((width, width), I8_MIN, dtype=np.int8)
+    tab[:K, :K] = np.clip(M, I8_MIN, I8_MAX).astype(np.int8)
+    return tab.reshape(-1) if lanes == LANES8 else tab
+
+
+def int8_ungapped_limit(M: np.ndarray) -> int | None:
+    """The int8 ungapped kernel's saturation limit, ``127 - max(max score, 0)``, or None where
+    it does not apply (non-integer or non-finite values, or no headroom)."""
+    M = np.asarray(M, dtype=np.float64)
+    if not (np.all(np.isfinite(M)) and np.all(M == np.round(M))):
+        return None
+    top = max(float(M.max(initial=0.0)), 0.0)
+    return int(I8_MAX - top) if top < I8_MAX else None
+
+
+def int8_ungapped_scores(M: np.ndarray, limit: int, q: np.ndarray, tc: np.ndarray,
+                         to: np.ndarray, tl: np.ndarray,
+                         layout: Int8Layout | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, saturated): the best ungapped local score (the best diagonal segment) of the
+    query codes ``q`` against each packed target, :func:`int8_scores`' lanes and layout with
+    ``h = max(H(i-1, j-1) + s, 0)`` per cell (exact while below ``limit``, from
+    :func:`int8_ungapped_limit`: ``saturated[k]`` marks the targets whose score is not)."""
+    lanes = INT8_LANES
+    if not lanes:
+        raise RuntimeError("the int8 kernel needs AVX2 (or AVX-512BW and AVX-512 VBMI)")
+    n = tl.shape[0]
+    scores = np.zeros(n, dtype=np.float32)
+    sat = np.zeros(n, dtype=np.bool_)
+    if n == 0:
+        return scores, sat
+    if layout is None:
+        layout = int8_layout(tc, to, tl, lanes)
+    elif len(layout.order) != n or layout.lanes != lanes:
+        raise ValueError(f"the layout holds {len(layout.order)} targets in groups of "
+                         f"{layout.lanes}, not {n} in groups of {lanes}")
+    _run8u(_table8(M, lanes), np.ascontiguousarray(q, dtype=np.int32), *layout[:4],
+           np.int64(lanes), np.int8(limit), scores, sat)
     return scores, sat

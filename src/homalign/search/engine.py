@@ -38,8 +38,9 @@ from homalign.search.calibration import evd_params
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.prefilter import prefilter as run_prefilter
-from homalign.search.sw_scores import sw_scores
+from homalign.search.sw_scores import is_every_target, sw_scores
 from homalign.search.tail_calibration import bits_from_evalue, calibration_for
+from homalign.search.ungapped import ungapped_scores
 from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
 
@@ -47,6 +48,9 @@ MAX_QUERY_LENGTH = 40_000
 #: the learned ranking scores the database's best 80 targets by Smith-Waterman score (compiled,
 #: :mod:`homalign.search.sw_scores`); provenance in homalign.tuned
 LEARNED_RESCORE = 80
+#: in a database of more sequences, the learned search's Smith-Waterman pass scores the best
+#: 1,000 by ungapped score (:mod:`homalign.search.ungapped`); provenance in homalign.tuned
+UNGAPPED_CANDIDATES = 1000
 BATCH = 128
 _FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
 
@@ -200,7 +204,8 @@ def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool =
     (then the k-mer prefilter's candidates are used), ``sw`` on its compiled path
     (``query_rep``, ``method_options``: as :func:`search` gets them) scores every target, and a
     method with a batched ranking (``learned``) the database's best ``rescore`` targets by
-    Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None: all)."""
+    Smith-Waterman score (``"default"``: :data:`LEARNED_RESCORE`; None: all) of its best
+    :data:`UNGAPPED_CANDIDATES` by ungapped score (:func:`best_by_sw`)."""
     if not prefilter or (not prefilter_options
                          and _is_fast_sw(get_method(method), query_rep, method_options or {})):
         return np.arange(len(db), dtype=np.int64)
@@ -218,30 +223,45 @@ def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool =
 
 def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
     """The ``n`` candidates with the best BLOSUM62 11/1 local scores (ascending indices);
-    targets identical to the query always stay. The scores of every target are kept on the
-    database for the last query, so the rounds of an iterative search and its learned ranking
-    share one pass."""
+    targets identical to the query always stay. Given every target of a database larger than
+    :data:`UNGAPPED_CANDIDATES`, Smith–Waterman scores only the best that many (or ``n``) by
+    ungapped score (:mod:`homalign.search.ungapped`). The scores are kept on the database for
+    the last query, so the rounds of an iterative search and its learned ranking share one
+    pass."""
     from homalign.search.prefilter import exact_matches
 
     cand = np.asarray(cand, dtype=np.int64)
-    every = len(cand) == len(db) and np.array_equal(cand, np.arange(len(db)))
+    every = is_every_target(db, cand)
     key = q.codes.tobytes()
+    depth = min(max(int(n), UNGAPPED_CANDIDATES), len(cand))  # how many SW scores
     kept = db.cache.get("sw-every-target") if every else None
-    if kept is not None and kept[0] == key:
-        sw = kept[1].copy()
+    if kept is not None and kept[0] == key and kept[1] >= depth:
+        sw = kept[2].copy()
+    elif every and depth < len(cand):
+        ug = ungapped_scores(q.codes, db.codes, db.offsets, cand, db=db)
+        first = _best_n(ug, depth)  # positions in cand, ascending
+        sw = np.full(len(cand), -np.inf)
+        sw[first] = sw_scores(q.codes, db.codes, db.offsets, cand[first], db=db)
+        db.cache["sw-every-target"] = (key, depth, sw.copy())
     else:
         sw = sw_scores(q.codes, db.codes, db.offsets, cand, db=db).astype(np.float64)
         if every:
-            db.cache["sw-every-target"] = (key, sw.copy())
+            db.cache["sw-every-target"] = (key, len(cand), sw.copy())
     sw[np.isin(cand, exact_matches(q.codes, db))] = np.inf
     if n >= len(sw):
         return np.sort(cand)
-    # the n best, ties at the cut taken in candidate order (a stable argsort's choice) in
-    # linear time: a full sort of a million scores costs ~80 ms
-    kth = np.partition(sw, len(sw) - n)[len(sw) - n]
-    above = np.flatnonzero(sw > kth)
-    keep = np.concatenate((above, np.flatnonzero(sw == kth)[:n - len(above)]))
-    return np.sort(cand[keep])
+    return cand[_best_n(sw, n)]
+
+
+def _best_n(scores: np.ndarray, n: int) -> np.ndarray:
+    """The positions of the ``n`` largest ``scores``, ascending; ties at the cut go to the
+    earlier positions (a stable argsort's choice), in linear time: a full sort of a million
+    scores costs ~80 ms."""
+    if n >= len(scores):
+        return np.arange(len(scores))
+    kth = np.partition(scores, len(scores) - n)[len(scores) - n]
+    above = np.flatnonzero(scores > kth)
+    return np.sort(np.concatenate((above, np.flatnonzero(scores == kth)[:n - len(above)])))
 
 
 def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: int,

@@ -137,6 +137,21 @@ def _opal_scores(query_codes: np.ndarray, db, targets: np.ndarray, matrix: str, 
     return np.fromiter((r.score for r in res), dtype=np.float32, count=len(targets))
 
 
+def is_every_target(db, targets: np.ndarray) -> bool:  # noqa: ANN001
+    """Whether ``targets`` are the indices of every sequence of ``db``, in order."""
+    return len(targets) == len(db) and np.array_equal(targets, np.arange(len(db)))
+
+
+def database_int8_layout(db) -> lanes_int.Int8Layout:  # noqa: ANN001
+    """The int8 kernels' layout of every sequence of ``db`` (:func:`lanes_int.int8_layout`),
+    made on first use and kept in ``db.cache`` for the database's later queries."""
+    key = ("int8_layout", lanes_int.INT8_LANES)
+    if key not in db.cache:
+        offs = np.asarray(db.offsets)
+        db.cache[key] = lanes_int.int8_layout(db.codes, offs[:-1], np.diff(offs))
+    return db.cache[key]
+
+
 def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
               targets: np.ndarray, *, matrix: str = "BLOSUM62", gap_open: float = 11.0,
               gap_extend: float = 1.0, db=None) -> np.ndarray:  # noqa: ANN001
@@ -162,12 +177,9 @@ def sw_scores(query_codes: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
         offs = np.asarray(offsets)
         starts, lengths = offs[tg], offs[tg + 1] - offs[tg]
         layout = None
-        if db is not None and len(tg) == len(db) and np.array_equal(tg, np.arange(len(tg))):
+        if db is not None and is_every_target(db, tg):
             def layout() -> lanes_int.Int8Layout:  # every target: the database keeps it
-                key = ("int8_layout", lanes_int.INT8_LANES)
-                if key not in db.cache:
-                    db.cache[key] = lanes_int.int8_layout(codes, starts, lengths)
-                return db.cache[key]
+                return database_int8_layout(db)
         return score_local_query_packed(np.asarray(query_codes), codes, starts, lengths, M,
                                         float(gap_open), float(ge), first_gap=float(go),
                                         layout=layout)
