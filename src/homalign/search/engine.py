@@ -235,22 +235,23 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
     key = q.codes.tobytes()
     depth = min(max(int(n), UNGAPPED_CANDIDATES), len(cand))  # how many SW scores
     kept = db.cache.get("sw-every-target") if every else None
-    if kept is not None and kept[0] == key and kept[1] >= depth:
-        sw = kept[2].copy()
-    elif every and depth < len(cand):
-        ug = ungapped_scores(q.codes, db.codes, db.offsets, cand, db=db)
-        first = _best_n(ug, depth)  # positions in cand, ascending
-        sw = np.full(len(cand), -np.inf)
-        sw[first] = sw_scores(q.codes, db.codes, db.offsets, cand[first], db=db)
-        db.cache["sw-every-target"] = (key, depth, sw.copy())
-    else:
-        sw = sw_scores(q.codes, db.codes, db.offsets, cand, db=db).astype(np.float64)
+    if kept is not None and kept[0] == key and len(kept[1]) >= depth:
+        pool, sw = kept[1], kept[2].copy()
+    else:  # pool: the positions in cand that SW scores
+        pool = (_best_n(ungapped_scores(q.codes, db.codes, db.offsets, cand, db=db), depth)
+                if every and depth < len(cand) else np.arange(len(cand)))
+        sw = sw_scores(q.codes, db.codes, db.offsets, cand[pool], db=db).astype(np.float64)
         if every:
-            db.cache["sw-every-target"] = (key, len(cand), sw.copy())
-    sw[np.isin(cand, exact_matches(q.codes, db))] = np.inf
-    if n >= len(sw):
-        return np.sort(cand)
-    return cand[_best_n(sw, n)]
+            db.cache["sw-every-target"] = (key, pool, sw.copy())
+    exact = np.flatnonzero(np.isin(cand, exact_matches(q.codes, db)))
+    missing = np.setdiff1d(exact, pool)
+    if len(missing):
+        pool = np.concatenate((pool, missing))
+        sw = np.concatenate((sw, np.zeros(len(missing))))
+        order = np.argsort(pool, kind="stable")
+        pool, sw = pool[order], sw[order]
+    sw[np.isin(pool, exact)] = np.inf
+    return np.sort(cand[pool[_best_n(sw, n)]])
 
 
 def _best_n(scores: np.ndarray, n: int) -> np.ndarray:
