@@ -17,7 +17,9 @@ import sys
 import time
 from typing import Any
 
-STAGES = [("homalign.search.engine", None, "best_by_sw", "SW of every target"),
+STAGES = [("homalign.search.engine", None, "best_by_sw", "candidates: ungapped, then SW"),
+          ("homalign.search.engine", None, "ungapped_scores", "  ungapped, every target"),
+          ("homalign.search.engine", None, "sw_scores", "  SW of the best 1,000"),
           ("homalign.search.engine", None, "_batched_scores", "learned ranking"),
           ("homalign.model.ranking", "RankingModel", "scores", "  ranking scores"),
           ("homalign.model.ranking", None, "bilinear_exp", "    A E^T and exp"),
