@@ -232,7 +232,7 @@ def test_the_msa_rounds_score_the_databases_best_by_smith_waterman(db_and_query,
     monkeypatch.setattr(iterative, "build_msa", build)
     monkeypatch.setattr(engine, "sw_scores", counted)
     monkeypatch.setattr(engine, "LEARNED_RESCORE", 6)  # the learned search's own 6 by SW
-    db.cache.pop("sw-every-target", None)
+    db.cache.pop("sw-pass", None)
     iterative.iterative_search(query, db, 3, "learned", evalue=1e9, traceback=False,
                                max_candidates=5)
     assert got == [want]

@@ -234,7 +234,7 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
     every = is_every_target(db, cand)
     key = q.codes.tobytes()
     depth = min(max(int(n), UNGAPPED_CANDIDATES), len(cand))  # how many SW scores
-    kept = db.cache.get("sw-every-target") if every else None
+    kept = db.cache.get("sw-pass") if every else None
     if kept is not None and kept[0] == key and len(kept[1]) >= depth:
         pool, sw = kept[1], kept[2].copy()
     else:  # pool: the positions in cand that SW scores
@@ -242,7 +242,7 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
                 if every and depth < len(cand) else np.arange(len(cand)))
         sw = sw_scores(q.codes, db.codes, db.offsets, cand[pool], db=db).astype(np.float64)
         if every:
-            db.cache["sw-every-target"] = (key, pool, sw.copy())
+            db.cache["sw-pass"] = (key, pool, sw.copy())
     exact = np.flatnonzero(np.isin(cand, exact_matches(q.codes, db)))
     missing = np.setdiff1d(exact, pool)
     if len(missing):
