@@ -7,7 +7,8 @@ diagonal. It needs a third of Smith–Waterman's operations per cell (no gap sta
 compiled int8 kernel (:func:`homalign.dp.lanes_int.int8_ungapped_scores`, on the database's
 int8 layout) scores every target in about half the time of the int8 Smith–Waterman pass; the
 targets it saturates, and every target on a CPU without the int8 kernel, are scored by the
-numba reference here. The scores are the same either way (tests).
+numba reference here (vectorised along the query: ~40 ms a trainval query on one AVX-512 core,
+against the kernel's 5). The scores are the same either way (tests).
 
 >>> import numpy as np
 >>> from homalign.alphabet import encode
@@ -28,16 +29,25 @@ from homalign.search.sw_scores import database_int8_layout, is_every_target, que
 
 @njit(cache=True, nogil=True)
 def _ungapped_one(prof: np.ndarray, t: np.ndarray) -> np.float32:
-    """The best ungapped local score of the query (``prof``: (alphabet, Lq) scores) and ``t``."""
+    """The best ungapped local score of the query (``prof``: (alphabet, Lq) scores) and ``t``.
+    A column reads only the previous one, and the best is kept per query row, so the loop over
+    the query vectorises (no float reduction in it)."""
     Lq = prof.shape[1]
-    H = np.zeros(Lq + 1, dtype=np.float32)  # H[i]: column j-1's value at query row i (1-based)
-    best = np.float32(0.0)
+    H = np.zeros((2, Lq + 1), dtype=np.float32)  # columns j-1 and j; H[:, 0] stays 0
+    best_row = np.zeros(Lq, dtype=np.float32)
+    zero = np.float32(0.0)
     for j in range(len(t)):
         row = prof[t[j]]
-        for i in range(Lq, 0, -1):  # right to left: H[i - 1] is still column j-1's
-            h = max(H[i - 1] + row[i - 1], np.float32(0.0))
-            H[i] = h
-            best = max(best, h)
+        src = H[j % 2]
+        dst = H[1 - j % 2]
+        for i in range(Lq):
+            h = src[i] + row[i]
+            h = h if h > zero else zero
+            dst[i + 1] = h
+            best_row[i] = best_row[i] if best_row[i] > h else h
+    best = zero
+    for i in range(Lq):
+        best = max(best, best_row[i])
     return best
 
 
