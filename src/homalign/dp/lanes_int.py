@@ -707,32 +707,19 @@ def int8_layout(tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
 
 
 @njit(cache=True, parallel=True)
-def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
+def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sat, gapped):  # noqa: ANN001, ANN201, PLR0913
     ng = widths.shape[0]
     for p0 in prange(ng):
         g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
         idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
         st = np.zeros(lanes, dtype=np.int8)
         T = widths[g]
+        tv = codes[starts[g]:starts[g] + T * lanes]
         if T > 0 and q.shape[0] > 0:
-            _shared_sweeps(tab, q, codes[starts[g]:starts[g] + T * lanes], idx.shape[0], T,
-                           go, ge, limit, st)
-        for u in range(idx.shape[0]):
-            scores[idx[u]] = st[u]
-            sat[idx[u]] = st[u] >= limit
-
-
-@njit(cache=True, parallel=True)
-def _run8u(tab, q, order, widths, starts, codes, lanes, limit, scores, sat):  # noqa: ANN001, ANN201, PLR0913
-    ng = widths.shape[0]
-    for p0 in prange(ng):
-        g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
-        idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
-        st = np.zeros(lanes, dtype=np.int8)
-        T = widths[g]
-        if T > 0 and q.shape[0] > 0:
-            _ungapped_sweeps(tab, q, codes[starts[g]:starts[g] + T * lanes], idx.shape[0], T,
-                             limit, st)
+            if gapped:
+                _shared_sweeps(tab, q, tv, idx.shape[0], T, go, ge, limit, st)
+            else:
+                _ungapped_sweeps(tab, q, tv, idx.shape[0], T, limit, st)
         for u in range(idx.shape[0]):
             scores[idx[u]] = st[u]
             sat[idx[u]] = st[u] >= limit
@@ -741,10 +728,7 @@ def _run8u(tab, q, order, widths, starts, codes, lanes, limit, scores, sat):  # 
 def int8_limit(M: np.ndarray, go: float, ge: float) -> int | None:
     """:func:`int16_limit` for the int8 kernel: ``127 - max(max score, 0)``, or None where it
     does not apply (non-integer values, or no headroom)."""
-    if int16_limit(M, go, ge) is None:
-        return None
-    top = max(float(np.asarray(M, dtype=np.float32).max(initial=0.0)), 0.0)
-    return int(I8_MAX - top) if top < I8_MAX else None
+    return None if int16_limit(M, go, ge) is None else int8_ungapped_limit(M)
 
 
 def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
@@ -754,6 +738,13 @@ def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
     :data:`INT8_LANES` targets a vector; ``limit`` from :func:`int8_limit`); ``saturated[k]``:
     target k reached ``limit`` and its score is not exact; ``layout``: these targets'
     :func:`int8_layout` for this kernel, made here when not given."""
+    return _int8_pass(M, limit, q, tc, to, tl, layout, (go, ge))
+
+
+def _int8_pass(M: np.ndarray, limit: int, q: np.ndarray, tc: np.ndarray, to: np.ndarray,
+               tl: np.ndarray, layout: Int8Layout | None,
+               gaps: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`int8_scores` (``gaps``: (go, ge)) or :func:`int8_ungapped_scores` (None)."""
     lanes = INT8_LANES
     if not lanes:
         raise RuntimeError("the int8 kernel needs AVX2 (or AVX-512BW and AVX-512 VBMI)")
@@ -767,10 +758,9 @@ def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
     elif len(layout.order) != n or layout.lanes != lanes:
         raise ValueError(f"the layout holds {len(layout.order)} targets in groups of "
                          f"{layout.lanes}, not {n} in groups of {lanes}")
-    g8 = np.int64(min(float(go), I8_MAX))
-    e8 = np.int64(min(float(ge), I8_MAX))
+    g8, e8 = (np.int64(min(float(g), I8_MAX)) for g in (gaps or (0.0, 0.0)))
     _run8(_table8(M, lanes), np.ascontiguousarray(q, dtype=np.int32), *layout[:4],
-          np.int64(lanes), g8, e8, np.int8(limit), scores, sat)
+          np.int64(lanes), g8, e8, np.int8(limit), scores, sat, gaps is not None)
     return scores, sat
 
 
@@ -801,19 +791,4 @@ def int8_ungapped_scores(M: np.ndarray, limit: int, q: np.ndarray, tc: np.ndarra
     query codes ``q`` against each packed target, :func:`int8_scores`' lanes and layout with
     ``h = max(H(i-1, j-1) + s, 0)`` per cell (exact while below ``limit``, from
     :func:`int8_ungapped_limit`: ``saturated[k]`` marks the targets whose score is not)."""
-    lanes = INT8_LANES
-    if not lanes:
-        raise RuntimeError("the int8 kernel needs AVX2 (or AVX-512BW and AVX-512 VBMI)")
-    n = tl.shape[0]
-    scores = np.zeros(n, dtype=np.float32)
-    sat = np.zeros(n, dtype=np.bool_)
-    if n == 0:
-        return scores, sat
-    if layout is None:
-        layout = int8_layout(tc, to, tl, lanes)
-    elif len(layout.order) != n or layout.lanes != lanes:
-        raise ValueError(f"the layout holds {len(layout.order)} targets in groups of "
-                         f"{layout.lanes}, not {n} in groups of {lanes}")
-    _run8u(_table8(M, lanes), np.ascontiguousarray(q, dtype=np.int32), *layout[:4],
-           np.int64(lanes), np.int8(limit), scores, sat)
-    return scores, sat
+    return _int8_pass(M, limit, q, tc, to, tl, layout, None)
