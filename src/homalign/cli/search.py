@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--max-seqs", type=_common.positive_int, default=None,
                    help="k-mer prefilter: keep at most N targets per query (default 1000). "
                         "sw scores every target and learned the database's best 80 by SW "
-                        "unless this is given")
+                        "(of its best 1000 by ungapped score) unless this is given")
     p.add_argument("--iterations", type=_common.positive_int, default=1,
                    help="N > 1: iterative profile search (PSI-BLAST style, N rounds); with a "
                         "method other than sw/pssm (e.g. learned), that method's ranking is "
