@@ -174,3 +174,33 @@ def test_module_example() -> None:
 
     failed, tried = doctest.testmod(ungapped)
     assert tried >= 1 and failed == 0
+
+
+def test_a_database_past_the_ungapped_cut_searches_alike_in_workers(tmp_path) -> None:
+    """A makedb directory of more than UNGAPPED_CANDIDATES sequences: the learned search's
+    candidates come through the ungapped pass (in each worker process too), its hits are the
+    same in one process and in two, and the query's homologues are found."""
+    from homalign.io import FastaRecord, write_fasta
+    from homalign.search import makedb, open_database
+    from homalign.search.parallel import iter_search
+
+    rng = np.random.default_rng(13)
+    n = engine.UNGAPPED_CANDIDATES + 200
+    base = [random_protein(rng, 90) for _ in range(3)]
+    recs = [FastaRecord(f"r{i}", "", random_protein(rng, int(rng.integers(40, 160))))
+            for i in range(n)]
+    for k, b in enumerate(base):
+        for m in range(3):
+            recs[100 * k + m] = FastaRecord(f"hom{k}_{m}", "", mutate(rng, b, 0.35))
+    write_fasta(tmp_path / "db.fa", recs)
+    db = open_database(makedb(tmp_path / "db.fa", tmp_path / "db"))
+    queries = [Sequence(f"q{k}", b) for k, b in enumerate(base)]
+    one = list(iter_search(queries, db, "learned", workers=1))
+    assert len(db.cache["sw-pass"][1]) == engine.UNGAPPED_CANDIDATES  # SW scored that many
+    two = list(iter_search(queries, db, "learned", workers=2))
+    key = [[(h.target_id, h.score, h.evalue, h.alignment.pairs.tolist()) for h in hits]
+           for _, hits in one]
+    assert key == [[(h.target_id, h.score, h.evalue, h.alignment.pairs.tolist()) for h in hits]
+                   for _, hits in two]
+    for k, (_, hits) in enumerate(one):
+        assert {f"hom{k}_{m}" for m in range(3)} <= {h.target_id for h in hits}
