@@ -26,7 +26,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
            && .venv/bin/homalign search -j 1 --method sw "$ex/queries.fa" "$warm/db" \
            && .venv/bin/homalign search -j 1 --method learned --iterations 3 \
                   "$ex/queries.fa" "$warm/db" \
-           && .venv/bin/homalign align "$ex/query.fa" "$ex/target.fa"; } >"$warm/log" 2>&1; then
+           && .venv/bin/homalign align "$ex/query.fa" "$ex/target.fa" \
+           && .venv/bin/python -c 'import numpy as np; from homalign.alphabet import encode
+from homalign.search.ungapped import ungapped_scores  # a database past the ungapped cut
+q = encode("W" * 40); ungapped_scores(q, q, np.array([0, 40]), np.array([0]))'
+         } >"$warm/log" 2>&1; then
         echo "note: the kernel warm-up failed (first commands will compile instead):" >&2
         tail -n 5 "$warm/log" >&2
     fi
