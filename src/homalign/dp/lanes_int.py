@@ -58,9 +58,10 @@ on the AMD EPYC), pyopal 59 ms.
 Ungapped int8 (:func:`int8_ungapped_scores`, the learned search's first pass,
 :mod:`homalign.search.ungapped`): the same lanes, layout and score lookups with ``h = max(H(i-1,
 j-1) + s, 0)``, ``best = max(best, h)`` per cell (no E, F or gap costs), exact below LIMIT = 127
-- max score; 100 trainval queries against all of trainval, one thread: 5.0 ms a query against
-the int8 Smith-Waterman pass's 11.2; the 200 dev speed queries compiled for Haswell (32 lanes):
-8.5 ms against 20 (``NUMBA_CPU_NAME=haswell benchmarks/research/search_stages.py --avx2``).
+- max score; the 200 dev speed queries against trainval, one thread: 6.1 ms a query against the
+int8 Smith-Waterman pass's 14.6 (``benchmarks/research/ungapped_recall.py``); compiled for
+Haswell (32 lanes) 8.5 ms (``NUMBA_CPU_NAME=haswell benchmarks/research/search_stages.py
+--avx2``; the Smith-Waterman pass there took 20).
 
 Requirements: AVX-512BW (``vpermw``, 512-bit int16 arithmetic) on the CPU numba compiles for
 (:data:`AVAILABLE`; a generic target, ``NUMBA_CPU_NAME=generic``, has none); elsewhere, and for

@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader never sees a half-written file.
+"""Atomic file writes: a reader never sees a half-written file; and the clean-up of what killed
+writers left (:func:`remove_stale_temp_files`, :func:`remove_abandoned_dirs`).
 
 The project's one atomic-write helper. Every writer in :mod:`homalign.io` goes through
 :func:`atomic_write`; other layers reuse it, in binary mode through :func:`atomic_write_bytes`
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -125,4 +126,38 @@ def remove_stale_temp_files(directory: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
-__all__ = ["atomic_write", "atomic_write_bytes", "fsync_directory", "remove_stale_temp_files"]
+def remove_abandoned_dirs(dirs: Iterable[Path], unmarked_age: float = 0.0) -> list[Path]:
+    """Delete the working directories among ``dirs`` whose process is gone: each holds its
+    process id in ``.pid``; one without (or with an unreadable) ``.pid`` counts as abandoned
+    ``unmarked_age`` seconds after it last changed (its maker may be between creating it and
+    marking it). A directory whose process is alive, or belongs to another user, stays.
+    Returns what was removed."""
+    import shutil
+    import time
+
+    removed = []
+    for d in dirs:
+        try:
+            pid = int((d / ".pid").read_text())
+        except (OSError, ValueError):
+            try:
+                if time.time() - d.stat().st_mtime < unmarked_age:
+                    continue
+            except OSError:
+                continue
+        else:
+            try:
+                os.kill(pid, 0)
+                continue  # still running
+            except ProcessLookupError:
+                pass
+            except OSError:  # another user's process: alive
+                continue
+        shutil.rmtree(d, ignore_errors=True)
+        if not d.exists():
+            removed.append(d)
+    return removed
+
+
+__all__ = ["atomic_write", "atomic_write_bytes", "fsync_directory", "remove_abandoned_dirs",
+           "remove_stale_temp_files"]

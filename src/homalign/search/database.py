@@ -45,6 +45,7 @@ import numpy as np
 
 from homalign.alphabet import ALPHABET, N_CODES
 from homalign.errors import InputError
+from homalign.io.atomic import remove_abandoned_dirs
 from homalign.io.digest import file_sha256
 from homalign.io.text import check_readable
 from homalign.search.prefilter import KmerIndex, build_kmer_index
@@ -334,19 +335,6 @@ def _write_headers(path: Path, ids: list[str], descriptions: list[str]) -> None:
         os.fsync(fh.fileno())
 
 
-def _remove_stale_builds(parent: Path, name: str) -> None:
-    """Delete the temporary directories of earlier builds of ``name`` whose process is gone
-    (a killed ``makedb``); a build still running (its pid alive) is left alone."""
-    for d in list(parent.glob(f".{name}.tmp-*")) + list(parent.glob(f".{name}.old-*")):
-        try:
-            pid = int((d / ".pid").read_text())
-            os.kill(pid, 0)
-            continue  # still running
-        except (OSError, ValueError):
-            pass
-        shutil.rmtree(d, ignore_errors=True)
-
-
 def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = False,
            learned: bool = True, embedding_dtype: str = "float16",
            progress: bool = False) -> Path:
@@ -372,7 +360,9 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     check_readable(fasta)
     parent = outdir.parent if str(outdir.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_builds(parent, outdir.name)
+    # the temporary directories of earlier builds whose process is gone (a killed makedb)
+    remove_abandoned_dirs([*parent.glob(f".{outdir.name}.tmp-*"),
+                           *parent.glob(f".{outdir.name}.old-*")])
     tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=parent))
     (tmp / ".pid").write_text(str(os.getpid()))
     try:

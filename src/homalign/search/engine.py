@@ -37,6 +37,7 @@ from homalign.score.pair_scores import score_values
 from homalign.search.calibration import evd_params
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
+from homalign.search.prefilter import best_n, exact_matches
 from homalign.search.prefilter import prefilter as run_prefilter
 from homalign.search.sw_scores import is_every_target, sw_scores
 from homalign.search.tail_calibration import bits_from_evalue, calibration_for
@@ -228,8 +229,6 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
     ungapped score (:mod:`homalign.search.ungapped`). The scores are kept on the database for
     the last query, so the rounds of an iterative search and its learned ranking share one
     pass."""
-    from homalign.search.prefilter import exact_matches
-
     cand = np.asarray(cand, dtype=np.int64)
     every = is_every_target(db, cand)
     key = q.codes.tobytes()
@@ -238,7 +237,8 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
     if kept is not None and kept[0] == key and len(kept[1]) >= depth:
         pool, sw = kept[1], kept[2].copy()
     else:  # pool: the positions in cand that SW scores
-        pool = (_best_n(ungapped_scores(q.codes, db.codes, db.offsets, cand, db=db), depth)
+        pool = (np.flatnonzero(best_n(ungapped_scores(q.codes, db.codes, db.offsets, cand,
+                                                      db=db), depth))
                 if every and depth < len(cand) else np.arange(len(cand)))
         sw = sw_scores(q.codes, db.codes, db.offsets, cand[pool], db=db).astype(np.float64)
         if every:
@@ -251,18 +251,7 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
         order = np.argsort(pool, kind="stable")
         pool, sw = pool[order], sw[order]
     sw[np.isin(pool, exact)] = np.inf
-    return np.sort(cand[pool[_best_n(sw, n)]])
-
-
-def _best_n(scores: np.ndarray, n: int) -> np.ndarray:
-    """The positions of the ``n`` largest ``scores``, ascending; ties at the cut go to the
-    earlier positions (a stable argsort's choice), in linear time: a full sort of a million
-    scores costs ~80 ms."""
-    if n >= len(scores):
-        return np.arange(len(scores))
-    kth = np.partition(scores, len(scores) - n)[len(scores) - n]
-    above = np.flatnonzero(scores > kth)
-    return np.sort(np.concatenate((above, np.flatnonzero(scores == kth)[:n - len(above)])))
+    return np.sort(cand[pool[best_n(sw, n)]])
 
 
 def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: int,

@@ -45,9 +45,9 @@ FUSION_RESCORE = 200
 #: ~6% more time (every round seeded by its PSSM: 0.1323 / 0.4814 for ~21%). Not measured, and
 #: not used, with database MSAs (target_msa).
 PROFILE_SEEDS = True
-#: the MSA rounds score the database's best ``max_candidates`` by Smith-Waterman (one int8 pass
-#: over every target, which a learned fusion's own candidates reuse), not the k-mer
-#: prefilter's: 563 held-out train-fold queries, learned@3 superfamily / family 0.1408 / 0.4948
+#: the MSA rounds score the database's best ``max_candidates`` by Smith-Waterman (one pass,
+#: :func:`homalign.search.engine.best_by_sw`, which a learned fusion's own candidates reuse),
+#: not the k-mer prefilter's: 563 held-out train-fold queries, learned@3 superfamily / family 0.1408 / 0.4948
 #: at 137 ms -> 0.1419 / 0.4962 at 117 ms, pssm@3 0.1145 / 0.4262 -> 0.1151 / 0.4271 at 70 ms
 #: both. Not with ``target_msa`` or ``msa_db`` (unmeasured).
 SW_CANDIDATES = True

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from homalign.io.atomic import remove_abandoned_dirs
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, batched_ranking, search
 from homalign.search.hits import Hit
@@ -168,31 +169,8 @@ def remove_stale_search_folders(root: str | Path | None = None) -> list[Path]:
     temporary folder) that killed searches left: those whose ``.pid`` names a process that is
     gone, or that have no ``.pid`` an hour after they were made; returns what was removed.
     A folder whose search is still running is left alone."""
-    import shutil
-    import time
-
-    removed = []
-    for d in Path(root or tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*"):
-        try:
-            pid = int((d / ".pid").read_text())
-        except (OSError, ValueError):
-            try:
-                if time.time() - d.stat().st_mtime < _UNMARKED_AGE:
-                    continue  # a search between making the folder and marking it
-            except OSError:
-                continue
-        else:
-            try:
-                os.kill(pid, 0)
-                continue  # still running
-            except ProcessLookupError:
-                pass
-            except OSError:  # another user's process: alive
-                continue
-        shutil.rmtree(d, ignore_errors=True)
-        if not d.exists():
-            removed.append(d)
-    return removed
+    return remove_abandoned_dirs(Path(root or tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*"),
+                                 unmarked_age=_UNMARKED_AGE)
 
 
 def _fasta_source(db: SequenceDB) -> str | None:

@@ -7,8 +7,8 @@ diagonal. It needs a third of Smith–Waterman's operations per cell (no gap sta
 compiled int8 kernel (:func:`homalign.dp.lanes_int.int8_ungapped_scores`, on the database's
 int8 layout) scores every target in about half the time of the int8 Smith–Waterman pass; the
 targets it saturates, and every target on a CPU without the int8 kernel, are scored by the
-numba reference here (vectorised along the query: ~40 ms a trainval query on one AVX-512 core,
-against the kernel's 5). The scores are the same either way (tests).
+numba reference here (vectorised along the query, several times slower than the kernel). The
+scores are the same either way (tests).
 
 >>> import numpy as np
 >>> from homalign.alphabet import encode
