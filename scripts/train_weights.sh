@@ -5,7 +5,7 @@
 #   scripts/train_weights.sh [--tiny] [--runs DIR] [--out DIR] [--stage NAME]
 #
 # --stage NAME runs that one stage only (its warm-start source must exist), so independent stages
-# (mgs3; tmpl1 and homad4 once more2 is done) can run beside the main chain on another core; a
+# (mgs3; tmpl1 once more2 is done) can run beside the main chain on another core; a
 # later plain run skips it and writes the records.
 # Resumable: a stage whose product (export) exists is skipped; a stage that was stopped resumes
 # from its newest checkpoint (the runtime's), so rerunning the same command continues the recipe.
@@ -143,7 +143,15 @@ stage mg4    mgswa2 average "$RUNS/mg2/export/average"
 stage tw2    tw2    average "$RUNS/mg4/export/average"
 stage mgs3   mgs3   average
 stage tmpl1  tmpl1  last    "$RUNS/more2/export/best"
-stage homad4 homad4 last    "$RUNS/more2/export/best"
+# the ranking encoder: a weight soup of the chain's fine-tunes (one trajectory, so one basin)
+if { [ -z "$ONLY" ] || [ "$ONLY" = homad4 ]; } && [ ! -f "$RUNS/soup/average.safetensors" ] \
+        && [ -f "$RUNS/tw2/export/average.safetensors" ]; then
+    mkdir -p "$RUNS/soup"
+    log "soup: python -m homalign.model.average $RUNS/soup/average $RUNS/mg2/export/average $RUNS/mg4/export/average $RUNS/tw2/export/average"
+    "$PY" -m homalign.model.average "$RUNS/soup/average" "$RUNS/mg2/export/average" \
+        "$RUNS/mg4/export/average" "$RUNS/tw2/export/average"
+fi
+stage homad4 homad4 last    "$RUNS/soup/average"
 if [ -n "$ONLY" ]; then
     case "$ONLY" in more2|mg2|mg4|tw2|mgs3|tmpl1|homad4) exit 0 ;; esac
     echo "unknown stage: $ONLY (more2 mg2 mg4 tw2 mgs3 tmpl1 homad4)" >&2; exit 2
@@ -160,7 +168,7 @@ if [ ! -f "$OUT/learned_template.safetensors" ]; then
     cp "$RUNS/tmpl1/export/last.json" "$OUT/learned_template.json"
     cp "$RUNS/tmpl1/export/last.safetensors" "$OUT/learned_template.safetensors"
 fi
-# learned_search = more2 + the homad4 adapter (export/last of homad4 holds both), then the
+# learned_search = the soup + the homad4 adapter (export/last of homad4 holds both), then the
 # probability head and the null law fitted on SCOPe train folds
 if [ ! -f "$OUT/learned_search.safetensors" ] || ! grep -q '"null"' "$OUT/learned_search.json"; then
     cp "$RUNS/homad4/export/last.json" "$OUT/learned_search.json"
@@ -178,11 +186,15 @@ from pathlib import Path
 
 runs, out, tiny = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "1"
 sources = {"learned": ["more2", "mg2", "mg4", "tw2", "mgs3"],
-           "learned_search": ["more2", "homad4"], "learned_template": ["more2", "tmpl1"]}
+           "learned_search": ["more2", "mg2", "mg4", "tw2", "homad4"],
+           "learned_template": ["more2", "tmpl1"]}
 steps_done = {
     "learned": ["python -m homalign.model.ensemble OUT/learned RUNS/tw2/export/average "
                 "RUNS/mgs3/export/average"],
-    "learned_search": ["python -m homalign.model.homology --weights OUT/learned_search "
+    "learned_search": ["python -m homalign.model.average RUNS/soup/average "
+                       "RUNS/mg2/export/average RUNS/mg4/export/average RUNS/tw2/export/average "
+                       "(before homad4: its warm start)",
+                       "python -m homalign.model.homology --weights OUT/learned_search "
                        "--pairs 300", "python -m homalign.model.homology --weights "
                        "OUT/learned_search --null-pairs 3000 --no-head"],
     "learned_template": ["cp RUNS/tmpl1/export/last.* OUT/learned_template.*"]}
