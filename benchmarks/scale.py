@@ -7,9 +7,11 @@
 sequences of Debian's mmseqs2-examples, then decoys: real sequences shuffled residue by residue
 with a fixed seed, ids ``decoy_K``) and ``OUT/N.db`` (``homalign makedb``, timed in a child
 process whose peak RSS is read from ``getrusage``). Both steps resume: an existing FASTA or
-database is kept. ``search`` runs ``homalign search --method learned`` with the first
-``--queries`` dev queries in a child process per size and writes ``OUT/scale.csv`` and
-``OUT/scale.png`` (seconds per query against database size).
+database is kept. Where NCBI BLAST+ is installed, ``build`` also runs ``makeblastdb`` (``OUT/N.blast``,
+timed into ``OUT/makeblastdb.csv``). ``search`` runs ``homalign search --method learned`` with the
+first ``--queries`` dev queries in a child process per size, and ``blastp -outfmt 6`` (BLAST's
+defaults, E ≤ 10, the same thread count) beside it, and writes ``OUT/scale.csv`` and
+``OUT/scale.png`` (milliseconds per query against database size).
 """
 
 from __future__ import annotations
@@ -66,6 +68,14 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
                     i, s = real[int(rng.integers(len(real)))]
                     fh.write(f">decoy_{k}\n{''.join(rng.permutation(list(s)))}\n")
             tmp.replace(fa)
+        blast = out / f"{n}.blast"
+        if shutil.which("makeblastdb") and not blast.with_suffix(".blast.pin").exists():
+            t0 = time.perf_counter()
+            subprocess.run(["makeblastdb", "-in", str(fa), "-dbtype", "prot", "-out", str(blast)],
+                           check=True, capture_output=True)
+            disk = sum(p.stat().st_size for p in out.glob(f"{n}.blast.*")) / 2**20
+            with open(out / "makeblastdb.csv", "a") as fh:
+                fh.write(f"{n},{time.perf_counter() - t0:.1f},{disk:.0f}\n")
         db = out / f"{n}.db"
         if db.exists():
             continue
@@ -80,6 +90,18 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
             fh.write(f"{n},{seconds:.1f},{disk:.0f},{rss:.0f}\n")
         print(f"makedb {n}: {seconds:.1f} s, {disk:.0f} MiB, peak RSS so far {rss:.0f} MiB",
               file=sys.stderr)
+
+
+def _timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, the process or its largest child) of a command."""
+    code = ("import resource, subprocess, sys, time; t = time.perf_counter();"
+            " subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"
+            " print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)"
+            ".ru_maxrss / 1024)")
+    r = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
+                       text=True)
+    seconds, rss = map(float, r.stdout.split()[-2:])
+    return seconds, rss
 
 
 def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
@@ -101,8 +123,16 @@ def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
         r = subprocess.run(cmd, check=True, capture_output=True, text=True)
         seconds, rss = map(float, r.stdout.split()[-2:])
         disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
-        rows.append({"sequences": n, "seconds_per_query": seconds / len(wanted),
-                     "peak_rss_mib": rss, "disk_mib": disk})
+        rows.append({"sequences": n, "ms_per_query": round(1000 * seconds / len(wanted), 1),
+                     "peak_rss_mib": round(rss), "disk_mib": round(disk)})
+        blast = out / f"{n}.blast"
+        if shutil.which("blastp") and blast.with_suffix(".blast.pin").exists():
+            b_seconds, b_rss = _timed(["blastp", "-query", str(qfa), "-db", str(blast),
+                                       "-outfmt", "6", "-evalue", "10", "-num_threads",
+                                       str(threads), "-out", str(out / f"{n}.blastp.tsv")])
+            rows[-1].update({"blastp_ms_per_query": round(1000 * b_seconds / len(wanted), 1),
+                             "blastp_peak_rss_mib": round(b_rss),
+                             "time_vs_blastp": round(seconds / b_seconds, 2)})
         print(rows[-1], file=sys.stderr)
     with open(out / "scale.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -120,10 +150,14 @@ def plot(rows: list[dict], n_queries: int, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     ax.loglog([float(r["sequences"]) for r in rows],
-              [float(r["seconds_per_query"]) for r in rows], "o-", color="C0",
+              [float(r["ms_per_query"]) for r in rows], "o-", color="C0",
               label="homalign search --method learned")
+    if "blastp_ms_per_query" in rows[0]:
+        ax.loglog([float(r["sequences"]) for r in rows],
+                  [float(r["blastp_ms_per_query"]) for r in rows], "s--", color="C1",
+                  label="blastp (NCBI BLAST+), same queries and threads")
     ax.set_xlabel("database sequences (SCOPe + UniProt sample + shuffled decoys)")
-    ax.set_ylabel("seconds per query")
+    ax.set_ylabel("ms per query")
     ax.set_title(f"Learned search time vs database size\n{n_queries} dev queries, 2 threads",
                  fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
