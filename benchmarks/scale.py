@@ -32,6 +32,8 @@ from homalign.paths import shared_data_root
 
 DATA = shared_data_root() / "scope"  # $HOMALIGN_DATA
 UNIPROT = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
+#: `homalign ARGS` in a child process of this interpreter
+HOMALIGN = "import sys; from homalign.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _real_records() -> list[tuple[str, str]]:
@@ -80,8 +82,7 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
         if db.exists():
             continue
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import sys; from homalign.cli import main; "
-                        "sys.exit(main(sys.argv[1:]))", "makedb", str(fa), str(db), "-j",
+        subprocess.run([sys.executable, "-c", HOMALIGN, "makedb", str(fa), str(db), "-j",
                         str(threads), "--no-progress"], check=True)
         seconds = time.perf_counter() - t0
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -93,7 +94,8 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
 
 
 def _timed(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB, the process or its largest child) of a command."""
+    """Wall seconds and peak RSS (MiB, its largest process) of a command, process start
+    included: homalign and blastp are timed alike."""
     code = ("import resource, subprocess, sys, time; t = time.perf_counter();"
             " subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"
             " print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)"
@@ -114,14 +116,9 @@ def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
     rows = []
     for n in sizes:
         db = out / f"{n}.db"
-        cmd = [sys.executable, "-c", (
-            "import resource, sys, time; from homalign.cli import main; t = time.perf_counter();"
-            f" rc = main(['search', {str(qfa)!r}, {str(db)!r}, '--method', 'learned', '-j',"
-            f" '{threads}', '--no-progress', '-o', {str(out / f'{n}.hits.tsv')!r}]);"
-            " print(time.perf_counter() - t, max(resource.getrusage(w).ru_maxrss for w in"
-            " (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) / 1024); sys.exit(rc)")]
-        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
-        seconds, rss = map(float, r.stdout.split()[-2:])
+        seconds, rss = _timed([sys.executable, "-c", HOMALIGN, "search", str(qfa), str(db),
+                               "--method", "learned", "-j", str(threads), "--no-progress",
+                               "-o", str(out / f"{n}.hits.tsv")])
         disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
         rows.append({"sequences": n, "ms_per_query": round(1000 * seconds / len(wanted), 1),
                      "peak_rss_mib": round(rss), "disk_mib": round(disk)})
