@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from measure import run_measured
+
 DATA = Path(os.environ.get("HOMALIGN_DATA", "$HOMALIGN_DATA"))  # no machine default
 DEFAULT_DB = DATA / "scope" / "astral-2.07-40.trainval.fa"
 DEFAULT_QUERIES = DATA / "scope" / "dev-queries.txt"
@@ -149,16 +151,9 @@ def memory(args) -> None:
                "-o", str(out / f"memory-{mode}.tsv"), "--no-progress"]
         if mode == "exhaustive":
             cmd.append("--exhaustive")
-        t0 = time.perf_counter()
-        # ru_maxrss of children is the max over all children so far, so each mode runs under
-        # its own intermediate python that reports its own child's peak
-        probe = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],check=True);"
-                 "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-        res = subprocess.run([sys.executable, "-c", probe, *cmd], check=True,
-                             capture_output=True, text=True)
-        peak_kib = int(res.stdout.strip().splitlines()[-1])
+        seconds, peak_mib = run_measured(cmd)
         rows.append({"mode": mode, "queries": qfa.read_text().count(">"),
-                     "peak_rss_mib": peak_kib / 1024, "seconds": time.perf_counter() - t0})
+                     "peak_rss_mib": peak_mib, "seconds": seconds})
     _write_csv(out / "memory.csv", rows)
     print("| mode | queries | peak RSS (MiB) | seconds |")
     print("|---|---|---|---|")

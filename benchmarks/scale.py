@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from measure import run_measured
 
 from homalign.paths import shared_data_root
 
@@ -93,19 +94,6 @@ def build(sizes: list[int], out: Path, threads: int) -> None:
               file=sys.stderr)
 
 
-def _timed(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB, its largest process) of a command, process start
-    included: homalign and blastp are timed alike."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter();"
-            " subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"
-            " print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)"
-            ".ru_maxrss / 1024)")
-    r = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
-                       text=True)
-    seconds, rss = map(float, r.stdout.split()[-2:])
-    return seconds, rss
-
-
 def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
     from homalign.io import read_fasta
 
@@ -116,13 +104,13 @@ def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
     rows = []
     for n in sizes:
         db = out / f"{n}.db"
-        seconds, rss = _timed([sys.executable, "-c", HOMALIGN, "search", str(qfa), str(db),
+        seconds, rss = run_measured([sys.executable, "-c", HOMALIGN, "search", str(qfa), str(db),
                                "--method", "learned", "-j", str(threads), "--no-progress",
                                "-o", str(out / f"{n}.hits.tsv")])
         disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
         rows.append({"sequences": n, "ms_per_query": round(1000 * seconds / len(wanted), 1),
                      "peak_rss_mib": round(rss), "disk_mib": round(disk)})
-        b_seconds, b_rss = _timed(["blastp", "-query", str(qfa), "-db", str(out / f"{n}.blast"),
+        b_seconds, b_rss = run_measured(["blastp", "-query", str(qfa), "-db", str(out / f"{n}.blast"),
                                    "-outfmt", "6", "-evalue", "10", "-num_threads", str(threads),
                                    "-out", str(out / f"{n}.blastp.tsv")])
         rows[-1].update({"blastp_ms_per_query": round(1000 * b_seconds / len(wanted), 1),
