@@ -105,14 +105,15 @@ def search(sizes: list[int], out: Path, n_queries: int, threads: int) -> None:
     for n in sizes:
         db = out / f"{n}.db"
         seconds, rss = run_measured([sys.executable, "-c", HOMALIGN, "search", str(qfa), str(db),
-                               "--method", "learned", "-j", str(threads), "--no-progress",
-                               "-o", str(out / f"{n}.hits.tsv")])
+                                     "--method", "learned", "-j", str(threads), "--no-progress",
+                                     "-o", str(out / f"{n}.hits.tsv")])
         disk = sum(p.stat().st_size for p in db.iterdir()) / 2**20
         rows.append({"sequences": n, "ms_per_query": round(1000 * seconds / len(wanted), 1),
                      "peak_rss_mib": round(rss), "disk_mib": round(disk)})
-        b_seconds, b_rss = run_measured(["blastp", "-query", str(qfa), "-db", str(out / f"{n}.blast"),
-                                   "-outfmt", "6", "-evalue", "10", "-num_threads", str(threads),
-                                   "-out", str(out / f"{n}.blastp.tsv")])
+        b_seconds, b_rss = run_measured(["blastp", "-query", str(qfa), "-db",
+                                         str(out / f"{n}.blast"), "-outfmt", "6", "-evalue",
+                                         "10", "-num_threads", str(threads),
+                                         "-out", str(out / f"{n}.blastp.tsv")])
         rows[-1].update({"blastp_ms_per_query": round(1000 * b_seconds / len(wanted), 1),
                          "blastp_peak_rss_mib": round(b_rss),
                          "time_vs_blastp": round(seconds / b_seconds, 2)})
