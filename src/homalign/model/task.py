@@ -94,9 +94,11 @@ class BucketedPairs(Dataset):
     meet different partners each epoch, as the training loop that made the first shipped weights
     batched them; the sizes alone fix the number of buckets and their bounds, so ``len`` never
     changes. The runtime's loader shuffles the buckets' order every epoch. A pair longer than
-    ``window`` is cropped anew every epoch too. Both are seeded by ``seed``, the pair's name and
-    the epoch, which the loader sets through :meth:`set_epoch`, so a resumed run sees the same
-    buckets and crops. An item is :class:`PairDataset`'s tuple with a leading
+    ``window`` is cropped anew every epoch too. Ties are broken by ``seed`` and the epoch, crops
+    by the pair's name and the epoch (which the loader sets through :meth:`set_epoch`), so a
+    resumed run sees the same buckets and crops. ``make_aligner_task`` leaves ``seed`` at 0: a
+    stage's ``seed`` changes its initial weights, dropout and the order of the buckets, not
+    their members or crops. An item is :class:`PairDataset`'s tuple with a leading
     batch axis, as wide as its longest sequences; join items with :func:`collate_buckets`
     (``batch_size = 1`` in the config: one bucket a step).
     """
