@@ -43,12 +43,13 @@ def heldout_report(sets: list[tuple[str, list]],
     pooled ("all"), as one line per label. ``predict(pair)`` returns ``{label: pairs}`` for every
     label, so variants that share work on a pair compute it once."""
     f1, where, tw = heldout_f1(sets, predict)
-    lines = {}
-    for label, a in f1.items():
-        cols = [f"{n} {a[where == n].mean():.4f} / {a[(where == n) & tw].mean():.4f}"
-                for n, _ in sets]
-        lines[label] = " | ".join([*cols, f"all {a.mean():.4f} / {a[tw].mean():.4f}"])
-    return lines
+    return {label: _line(a, where, tw, [n for n, _ in sets]) for label, a in f1.items()}
+
+
+def _line(a: np.ndarray, where: np.ndarray, tw: np.ndarray, names: list[str]) -> str:
+    """"name F1 / twilight F1" per set, then pooled ("all")."""
+    cols = [f"{n} {a[where == n].mean():.4f} / {a[(where == n) & tw].mean():.4f}" for n in names]
+    return " | ".join([*cols, f"all {a.mean():.4f} / {a[tw].mean():.4f}"])
 
 
 def heldout_f1(sets: list[tuple[str, list]], predict: Callable[[object], dict[str, np.ndarray]]
@@ -109,10 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
         f1, where, tw = heldout_f1(sets, predict)
         per_pair[stem] = f1[stem]
-        a = f1[stem]
-        cols = [f"{n} {a[where == n].mean():.4f} / {a[(where == n) & tw].mean():.4f}"
-                for n, _ in sets]
-        print(stem, " | ".join([*cols, f"all {a.mean():.4f} / {a[tw].mean():.4f}"]), flush=True)
+        print(stem, _line(f1[stem], where, tw, [n for n, _ in sets]), flush=True)
     if args.against:
         for stem in args.stems:
             diff = per_pair[stem] - per_pair[args.against]
