@@ -4,9 +4,9 @@
 #
 #   scripts/train_weights.sh [--tiny] [--runs DIR] [--out DIR] [--stage NAME]
 #
-# --stage NAME runs that one stage only (its warm-start source must exist), so independent stages
-# (mgs3; tmpl1 once more2 is done) can run beside the main chain on another core; a
-# later plain run skips it and writes the records.
+# --stage NAME runs that one stage only (its source must exist), so independent stages (mgs3; the
+# more2 chain; tmpl1 once more2 is done) can run beside learned's chain on another core; a later
+# plain run skips them and writes the records.
 # Resumable: a stage whose product (export) exists is skipped; a stage that was stopped resumes
 # from its newest checkpoint (the runtime's), so rerunning the same command continues the recipe.
 # Each stage's command, start, end and seconds go to RUNS/<stage>/stage.json and RUNS/commands.log;
@@ -94,9 +94,11 @@ shell_words() {
 
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$RUNS/commands.log"; }
 
-# stage NAME CONFIG PRODUCT [WARM_START_STEM] -- homalign train one stage unless its product exists
+# stage NAME CONFIG PRODUCT [SOURCE_STEM [init]] -- homalign train one stage unless its product
+# exists; the stage starts from SOURCE_STEM by [warm_start] (tensors copied), or with "init" by
+# model_args.init (the source's config and weights, as the stages of `learned` start)
 stage() {
-    local name="$1" config="$2" product="$3" warm="${4:-}"
+    local name="$1" config="$2" product="$3" warm="${4:-}" how="${5:-warm}"
     local logdir="$RUNS/$name"
     if [ -n "$ONLY" ] && [ "$name" != "$ONLY" ]; then return 0; fi
     if [ -n "$warm" ] && [ ! -f "$warm.safetensors" ]; then
@@ -107,7 +109,8 @@ stage() {
         return 0
     fi
     local cmd=("${HOMALIGN[@]}" train --config "configs/$config.toml" --logdir "$logdir" -j 1)
-    if [ -n "$warm" ]; then cmd+=(--set "warm_start.source=\"$warm.safetensors\""); fi
+    if [ -n "$warm" ] && [ "$how" = init ]; then cmd+=(--set "model_args.init=\"$warm\"")
+    elif [ -n "$warm" ]; then cmd+=(--set "warm_start.source=\"$warm.safetensors\""); fi
     if [ "$config" = homad4 ]; then cmd+=("${HOMSET[@]}"); else cmd+=("${SET[@]}"); fi
     if [ "$TINY" = 1 ] && grep -q '^\[average\]' "configs/$config.toml"; then
         if [ "$product" = last ]; then cmd+=(--set 'average.steps=[4]')
@@ -136,12 +139,17 @@ json.dump({"stage": name, "config": f"configs/{config}.toml", "command": command
 EOF
 }
 
-# the chain (docs/learned.md "How the shipped weights are trained")
+# learned's chain: the batch order and schedule that made it (configs/learned-*.toml, mgs3.toml)
+stage learned-more2 learned-more2  last
+stage learned-mg2   learned-mgswa1 average "$RUNS/learned-more2/export/last" init
+stage learned-mg4   learned-mgswa2 average "$RUNS/learned-mg2/export/average" init
+stage learned-tw2   learned-tw2    average "$RUNS/learned-mg4/export/average" init
+stage mgs3          mgs3           average
+# the chain of learned_search and learned_template (docs/learned.md)
 stage more2  more2  best
 stage mg2    mgswa1 average "$RUNS/more2/export/best"
 stage mg4    mgswa2 average "$RUNS/mg2/export/average"
 stage tw2    tw2    average "$RUNS/mg4/export/average"
-stage mgs3   mgs3   average
 stage tmpl1  tmpl1  last    "$RUNS/more2/export/best"
 # the ranking encoder: a weight soup of the chain's fine-tunes (one trajectory, so one basin)
 if { [ -z "$ONLY" ] || [ "$ONLY" = homad4 ]; } && [ ! -f "$RUNS/soup/average.safetensors" ] \
@@ -153,14 +161,17 @@ if { [ -z "$ONLY" ] || [ "$ONLY" = homad4 ]; } && [ ! -f "$RUNS/soup/average.saf
 fi
 stage homad4 homad4 last    "$RUNS/soup/average"
 if [ -n "$ONLY" ]; then
-    case "$ONLY" in more2|mg2|mg4|tw2|mgs3|tmpl1|homad4) exit 0 ;; esac
-    echo "unknown stage: $ONLY (more2 mg2 mg4 tw2 mgs3 tmpl1 homad4)" >&2; exit 2
+    case "$ONLY" in learned-more2|learned-mg2|learned-mg4|learned-tw2|mgs3) exit 0 ;; esac
+    case "$ONLY" in more2|mg2|mg4|tw2|tmpl1|homad4) exit 0 ;; esac
+    echo "unknown stage: $ONLY (learned-more2 learned-mg2 learned-mg4 learned-tw2 mgs3" \
+         "more2 mg2 mg4 tw2 tmpl1 homad4)" >&2; exit 2
 fi
 
-# learned = the ensemble of tw2 and mgs3 (mean scores and gap costs, one DP)
+# learned = the ensemble of learned-tw2 and mgs3 (mean scores and gap costs, one DP)
 if [ ! -f "$OUT/learned.safetensors" ]; then
-    log "join: python -m homalign.model.ensemble $OUT/learned $RUNS/tw2/export/average $RUNS/mgs3/export/average"
-    "$PY" -m homalign.model.ensemble "$OUT/learned" "$RUNS/tw2/export/average" "$RUNS/mgs3/export/average"
+    log "join: python -m homalign.model.ensemble $OUT/learned $RUNS/learned-tw2/export/average $RUNS/mgs3/export/average"
+    "$PY" -m homalign.model.ensemble "$OUT/learned" "$RUNS/learned-tw2/export/average" \
+        "$RUNS/mgs3/export/average"
 fi
 # learned_template = tmpl1's final step
 if [ ! -f "$OUT/learned_template.safetensors" ]; then
@@ -185,11 +196,11 @@ import json, sys, time
 from pathlib import Path
 
 runs, out, tiny = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "1"
-sources = {"learned": ["more2", "mg2", "mg4", "tw2", "mgs3"],
+sources = {"learned": ["learned-more2", "learned-mg2", "learned-mg4", "learned-tw2", "mgs3"],
            "learned_search": ["more2", "mg2", "mg4", "tw2", "homad4"],
            "learned_template": ["more2", "tmpl1"]}
 steps_done = {
-    "learned": ["python -m homalign.model.ensemble OUT/learned RUNS/tw2/export/average "
+    "learned": ["python -m homalign.model.ensemble OUT/learned RUNS/learned-tw2/export/average "
                 "RUNS/mgs3/export/average"],
     "learned_search": ["python -m homalign.model.average RUNS/soup/average "
                        "RUNS/mg2/export/average RUNS/mg4/export/average RUNS/tw2/export/average "

@@ -44,8 +44,10 @@ def _stage_names() -> list[tuple[str, str, str]]:
 
 def test_every_recipe_stage_is_a_config_selected_on_held_out_train_pairs() -> None:
     stages = _stage_names()
-    assert [s[0] for s in stages] == ["more2", "mg2", "mg4", "tw2", "mgs3", "tmpl1", "homad4"]
-    for _, config, product in stages:
+    assert [s[0] for s in stages] == ["learned-more2", "learned-mg2", "learned-mg4",
+                                      "learned-tw2", "mgs3", "more2", "mg2", "mg4", "tw2",
+                                      "tmpl1", "homad4"]
+    for name, config, product in stages:
         c = load_config(CONFIGS / f"{config}.toml")
         assert c.eval is not None and c.model_args.get("eval_data", "held-out") == "held-out"
         if product != "best":  # the product is an [average] export of that name
@@ -53,6 +55,12 @@ def test_every_recipe_stage_is_a_config_selected_on_held_out_train_pairs() -> No
         # every config's warm start names the export of a stage run before it
         if c.warm_start is not None:
             assert c.warm_start.source.startswith("runs/recipe/")
+        # learned's stages: the loop's batches, schedule and start (init), seeded alike
+        if name.startswith("learned-") or name == "mgs3":
+            assert c.model_args["batching"] == "epochs" and c.warm_start is None
+            assert c.model_args["data_seed"] == c.seed and c.train.scheduler == "cosine-closed"
+            if name != "learned-more2" and name != "mgs3":
+                assert c.model_args["init"].startswith("runs/recipe/learned-")
 
 
 def test_tiny_recipe_trains_warm_starts_averages_joins_loads_and_aligns(
@@ -232,3 +240,102 @@ def test_buckets_crop_long_pairs_anew_every_epoch_within_the_cell_budget() -> No
     for _ in loader:
         pass
     assert data.epoch == 2  # the loader told the dataset each epoch
+
+
+def test_epoch_batches_are_the_training_loops_batches() -> None:
+    from homalign.model.data import batches, load_homstrad
+    from homalign.model.task import EpochBatches, collate_buckets, tensor_batch
+
+    pairs = load_homstrad(bundled_homstrad_dev(), 2)[:24]
+    data = EpochBatches(pairs, window=64, max_cells=3 * 64 * 64, seed=5)
+    orders = []
+    for epoch in (0, 1, 0):
+        data.set_epoch(epoch)
+        ref = list(batches(pairs, 64, 3 * 64 * 64, np.random.default_rng([5, epoch])))
+        assert len(data) == len(ref) >= 4
+        for g, want in enumerate(ref):
+            got = tensor_batch(collate_buckets([data[g]]))
+            for name in ("q", "t", "lq", "lt", "q_ss", "t_ss", "q_acc", "t_acc"):
+                assert torch.equal(getattr(got, name), getattr(want, name)), name
+            assert all(np.array_equal(a, b) for a, b in zip(got.pairs, want.pairs, strict=True))
+        assert sorted(k for g in data.groups for k in g) == list(range(len(pairs)))
+        orders.append(data.groups)
+    assert orders[0] == orders[2] and orders[0] != orders[1]
+
+
+def test_a_stage_with_init_and_epoch_batches_trains_as_the_plain_loop(tmp_path: Path) -> None:
+    """The runtime with model_args.init, batching = "epochs" and cosine-closed gives the weights,
+    bit for bit, of the plain loop that made the shipped `learned` (written out here)."""
+    import math
+
+    from homalign.model.aligner import AlignerModel
+    from homalign.model.config import AlignerConfig
+    from homalign.model.data import batches, load_homstrad, split_by_group
+    from homalign.model.task import batch_loss
+    from homalign.model.weights import load_model, save_model
+    from homalign.train.launch import train_from_config
+
+    data = tmp_path / "families"
+    for fam in FAMILIES:
+        shutil.copytree(bundled_homstrad_dev() / fam, data / fam)
+    torch.manual_seed(9)
+    source = AlignerModel(AlignerConfig(dim=8, dilations=(1,), mode="semiglobal",
+                                        decode_mode="semiglobal"))
+    with torch.no_grad():
+        source.scorer.W.normal_()
+    save_model(source, tmp_path / "source", {})
+    steps = 7
+    config = load_config(CONFIGS / "learned-mgswa1.toml",
+                         [*_tiny(data), f'model_args.init="{tmp_path / "source"}"',
+                          f"train.steps={steps}", f"average.steps=[{steps}]",
+                          "model_args.max_cells=16384"])
+    assert config.train.scheduler == "cosine-closed" and config.seed == 2
+    assert config.model_args["batching"] == "epochs" and config.model_args["data_seed"] == 2
+    train_from_config(config, tmp_path / "run", echo=None)
+    got = safetensors.torch.load_file(tmp_path / "run" / "export" / "average.safetensors")
+
+    # the loop: seed, build, build from the source's config and take its weights, then train
+    torch.manual_seed(2)
+    stage_cfg = dict(config.model_args["config"])
+    model = AlignerModel(AlignerConfig.from_dict(stage_cfg))
+    src, meta = load_model(tmp_path / "source")
+    model = AlignerModel(AlignerConfig.from_dict({**meta["config"], **stage_cfg}))
+    model.load_state_dict(src.state_dict())
+    train, _ = split_by_group(load_homstrad(data, 400), 0.1)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2],
+                              "weight_decay": 0.05},
+                             {"params": [p for p in params if p.dim() < 2],
+                              "weight_decay": 0.0}], lr=1e-3)
+    model.train()
+    step, epoch = 0, 0
+    while step < steps:
+        for batch in batches(train, 64, 16384, np.random.default_rng([2, epoch])):
+            for group in opt.param_groups:
+                group["lr"] = 1e-3 * 0.5 * (1 + math.cos(math.pi * step / steps))
+            loss, _ = batch_loss(model, batch, 0.2, marginal_weight=1.0)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            step += 1
+            if step == steps:
+                break
+        epoch += 1
+    assert epoch >= 2  # the run crossed an epoch boundary
+    want = model.state_dict()
+    assert set(got) == set(want)
+    for name, tensor in want.items():
+        assert torch.equal(got[name], tensor), name
+    assert not torch.equal(got["scorer.W"], source.state_dict()["scorer.W"])
+
+
+def test_init_refuses_an_ensemble_and_unknown_batching(tmp_path: Path) -> None:
+    from homalign.model.task import make_aligner_task
+
+    with pytest.raises(InputError, match="batching"):
+        make_aligner_task(homstrad=str(bundled_homstrad_dev()), tmalign=None, batching="x",
+                          max_cells=8192)
+    with pytest.raises(InputError, match="ensemble"):
+        make_aligner_task(homstrad=str(bundled_homstrad_dev()), tmalign=None,
+                          init=str(ROOT / "src" / "homalign" / "weights" / "learned"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,14 @@ def test_optimizer_and_scheduler_factories() -> None:
         sched.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(0.25)
     assert cfg.make_scheduler(opt, cfg.TrainSettings()) is None
+    # cosine-closed: lr * 0.5 * (1 + cos(pi k / steps)) at every step k, exactly
+    opt = cfg.make_optimizer(params, cfg.TrainSettings(optimizer="adamw", lr=2e-3))
+    sched = cfg.make_scheduler(opt, cfg.TrainSettings(lr=2e-3, steps=300,
+                                                      scheduler="cosine-closed"))
+    for k in range(300):
+        assert opt.param_groups[0]["lr"] == 2e-3 * 0.5 * (1 + math.cos(math.pi * k / 300))
+        opt.step()
+        sched.step()
 
 
 def test_sigterm_stops_gracefully_with_a_final_checkpoint(tmp_path: Path) -> None:

@@ -48,6 +48,37 @@ def test_loader_resumes_exactly_across_epochs() -> None:
         ResumableLoader(ds, 4, seed=1).load_state_dict(state)
 
 
+class _Reorders(Dataset):
+    """Items ``(epoch, k)``; epoch e has e + 2 of them, in an order the dataset picks itself."""
+
+    def __init__(self) -> None:
+        self.set_epoch(0)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.items = [(epoch, k) for k in reversed(range(epoch + 2))]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, k: int) -> Any:
+        return torch.tensor(self.items[k])
+
+
+def test_a_dataset_that_orders_and_sizes_itself_per_epoch_is_read_in_its_order() -> None:
+    def items(loader: ResumableLoader, n: int) -> list[list[int]]:
+        return [b[0].tolist() for _, b in zip(range(n), loader, strict=False)]
+
+    ref = items(ResumableLoader(_Reorders(), 1, shuffle=False), 9)
+    assert ref == [[0, 1], [0, 0], [1, 2], [1, 1], [1, 0], [2, 3], [2, 2], [2, 1], [2, 0]]
+    first = ResumableLoader(_Reorders(), 1, shuffle=False)
+    head = items(first, 3)
+    first.commit()
+    resumed = ResumableLoader(_Reorders(), 1, shuffle=False)
+    resumed.load_state_dict(first.state_dict())  # epoch 1, one batch in
+    assert head + items(resumed, 6) == ref
+
+
 def test_uncommitted_batch_is_not_skipped() -> None:
     loader = ResumableLoader(toy_dataset(12, 2), 2, seed=0)
     it = iter(loader)

@@ -323,9 +323,13 @@ def mutate(codes: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarr
     return out
 
 
-def batches(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.Generator,
-            shuffle: bool = True, mutation_rate: float = 0.0) -> Iterator[Batch]:
-    """Crop every pair, bucket by size (little padding) and yield batches of <= ``max_cells``.
+def epoch_groups(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.Generator,
+                 shuffle: bool = True, mutation_rate: float = 0.0
+                 ) -> tuple[list[TrainPair], list[list[int]]]:
+    """One epoch's batches: every pair cropped (in order, by ``rng``), sorted by its longer
+    sequence (ties broken by ``rng``), cut into groups of at most ``max_cells`` DP cells
+    (``len(group) * L^2``), and the groups shuffled by ``rng``. Returns (cropped pairs, groups of
+    their indices, in batch order).
 
     ``mutation_rate`` > 0 redraws residues of both sequences (:func:`mutate`; augmentation)."""
     cropped = [crop(p, window, rng) for p in pairs]
@@ -346,5 +350,12 @@ def batches(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.
         groups.append(cur)
     if shuffle:
         rng.shuffle(groups)
+    return cropped, groups
+
+
+def batches(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.Generator,
+            shuffle: bool = True, mutation_rate: float = 0.0) -> Iterator[Batch]:
+    """The collated batches of :func:`epoch_groups`, in order."""
+    cropped, groups = epoch_groups(pairs, window, max_cells, rng, shuffle, mutation_rate)
     for g in groups:
         yield collate([cropped[k] for k in g])

@@ -35,6 +35,7 @@ from homalign.model.data import (
     Batch,
     TrainPair,
     crop,
+    epoch_groups,
     load_homstrad,
     load_tmalign,
     split_by_group,
@@ -145,25 +146,62 @@ class BucketedPairs(Dataset):
                                                           else (name, self.epoch)))
 
     def __getitem__(self, g: int) -> tuple[torch.Tensor, ...]:
-        ps = [self.cropped(k) for k in self.groups[g]]
-        n, m = max(len(p.q) for p in ps), max(len(p.t) for p in ps)
+        return bucket_tensors([self.cropped(k) for k in self.groups[g]])
 
-        def pad(arrays: list[np.ndarray], width: int, value: int) -> torch.Tensor:
-            out = np.full((len(arrays), width), value, dtype=np.int64)
-            for k, a in enumerate(arrays):
-                out[k, : len(a)] = a
-            return torch.as_tensor(out)
 
-        partners = []
-        for p in ps:
-            partner = np.full(len(p.q), -1, dtype=np.int64)
-            partner[p.pairs[:, 0]] = p.pairs[:, 1]
-            partners.append(partner)
-        return (pad([p.q for p in ps], n, PAD), pad([p.t for p in ps], m, PAD),
-                torch.tensor([len(p.q) for p in ps]), torch.tensor([len(p.t) for p in ps]),
-                pad(partners, n, -1), pad([p.q_ss for p in ps], n, -1),
-                pad([p.t_ss for p in ps], m, -1), pad([p.q_acc for p in ps], n, -1),
-                pad([p.t_acc for p in ps], m, -1))
+def bucket_tensors(ps: list[TrainPair]) -> tuple[torch.Tensor, ...]:
+    """One batch of pairs as :class:`PairDataset`'s tuple with a leading batch axis, as wide as
+    its longest sequences."""
+    n, m = max(len(p.q) for p in ps), max(len(p.t) for p in ps)
+
+    def pad(arrays: list[np.ndarray], width: int, value: int) -> torch.Tensor:
+        out = np.full((len(arrays), width), value, dtype=np.int64)
+        for k, a in enumerate(arrays):
+            out[k, : len(a)] = a
+        return torch.as_tensor(out)
+
+    partners = []
+    for p in ps:
+        partner = np.full(len(p.q), -1, dtype=np.int64)
+        partner[p.pairs[:, 0]] = p.pairs[:, 1]
+        partners.append(partner)
+    return (pad([p.q for p in ps], n, PAD), pad([p.t for p in ps], m, PAD),
+            torch.tensor([len(p.q) for p in ps]), torch.tensor([len(p.t) for p in ps]),
+            pad(partners, n, -1), pad([p.q_ss for p in ps], n, -1),
+            pad([p.t_ss for p in ps], m, -1), pad([p.q_acc for p in ps], n, -1),
+            pad([p.t_acc for p in ps], m, -1))
+
+
+class EpochBatches(Dataset):
+    """Items: the batches of one epoch in training order, made by
+    :func:`homalign.model.data.epoch_groups` with a generator seeded by ``(seed, epoch)``: every
+    pair cropped to ``window`` anew, the crops sorted by length (random ties) and cut into batches
+    of at most ``max_cells`` DP cells, the batches shuffled. This is the order that trained the
+    shipped ``learned`` aligner. The dataset orders itself, so the task sets ``shuffle = False``
+    and the number of batches may change from one epoch to the next (the runtime's loader asks
+    after :meth:`set_epoch`). Items are :func:`bucket_tensors` tuples; join them with
+    :func:`collate_buckets` (``batch_size = 1``: one batch a step).
+    """
+
+    def __init__(self, pairs: list[TrainPair], window: int = 256, max_cells: int = 400_000,
+                 seed: int = 0) -> None:
+        self.pairs = pairs
+        self.window = window
+        self.max_cells = max_cells
+        self.seed = seed
+        self.set_epoch(0)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the batches of ``epoch`` (called by the runtime's loader)."""
+        self.epoch = int(epoch)
+        self.cropped, self.groups = epoch_groups(self.pairs, self.window, self.max_cells,
+                                                 np.random.default_rng([self.seed, self.epoch]))
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __getitem__(self, g: int) -> tuple[torch.Tensor, ...]:
+        return bucket_tensors([self.cropped[k] for k in self.groups[g]])
 
 
 _PAD_VALUES = (PAD, PAD, None, None, -1, -1, -1, -1, -1)
@@ -404,6 +442,26 @@ def _is_dev(eval_data: str) -> bool:
     return target in {bundled_dev.resolve(), (DATA / "homstrad" / "dev").resolve()}
 
 
+def _init_from(stem: str, config: dict | None) -> tuple[AlignerConfig, AlignerModel]:
+    """The config and model of ``make_aligner_task(init=stem)``: ``stem``'s config with
+    ``config`` over it, and all of ``stem``'s weights."""
+    from homalign.errors import InputError
+    from homalign.model.weights import load_model
+
+    source, meta = load_model(stem)
+    if meta.get("ensemble"):
+        raise InputError("[model_args] init is an ensemble; start from one of its members",
+                         path=stem)
+    cfg = AlignerConfig.from_dict({**meta["config"], **dict(config or {})})
+    model = AlignerModel(cfg)
+    missing, unexpected = model.load_state_dict(source.state_dict(), strict=False)
+    new_parts = ("scorer.refine.", "encoder.template.")
+    if unexpected or any(not k.startswith(new_parts) for k in missing):
+        raise InputError(f"[model_args] init: the weights do not fit the config (missing "
+                         f"{missing}, unexpected {unexpected})", path=stem)
+    return cfg, model
+
+
 def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
                       tmalign: str | None = str(DATA / "scope" / "tmalign-pairs.train.tsv"),
                       window: int = 256, max_pairs_per_family: int = 40,
@@ -420,18 +478,27 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
                       scop_exclude: str | None = str(DATA / "scope" / "dev-queries.txt"),
                       homology_batch: int = 8, hard_negatives: bool = False,
                       shift_init: float = 0.5, homology_steps: int = 100_000,
-                      homology_seed: int = 0, homology_eval_batches: int = 12) -> Any:
+                      homology_seed: int = 0, homology_eval_batches: int = 12,
+                      batching: str = "buckets", data_seed: int = 0,
+                      init: str | None = None) -> Any:
     """Build the TrainTask.
 
     ``objective = "alignment"``: training data = the non-held-out part of ``homstrad``
     (+ ``tmalign``), only pairs below ``max_identity`` reference identity when given (e.g. to
     fine-tune on remote homologs; evaluation keeps every held-out pair); with ``max_cells`` the
     items are length-sorted batches of at most that many DP cells (:class:`BucketedPairs`; set
-    ``[train] batch_size = 1``), else single pairs padded to ``window``; evaluation = at most
+    ``[train] batch_size = 1``), else single pairs padded to ``window``; with
+    ``batching = "epochs"`` (and ``max_cells``) the batches are :class:`EpochBatches` instead,
+    ordered by ``data_seed`` (the task turns the loader's shuffling off); evaluation = at most
     ``eval_pairs`` whole pairs of ``eval_data`` ("held-out", or a directory of families; 0: all
     pairs; no evaluation when it is "held-out" and nothing is held out). ``"dev"`` is refused:
     selecting a model on the reported split is not allowed (evaluate dev once, afterwards, with
     ``benchmarks/learned.py``).
+
+    ``init`` (a saved aligner's stem) starts from that aligner: the model is built from its
+    config, ``config``'s entries overriding it, and takes all its weights (a fine-tune inherits
+    the source's mode and architecture; the stages that made ``learned`` start so). A
+    ``[warm_start]`` table instead copies chosen tensors into the model that ``config`` describes.
 
     ``objective = "homology-adapter"``: only ``model.homology`` learns (the aligner is frozen and
     should be warm-started); each step samples ``homology_batch`` SCOPe superfamily pairs of
@@ -455,8 +522,14 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
     if min(margins) < 0:
         raise InputError(f"[model_args] margin and margin_missed must be >= 0, got {margins}")
 
+    if batching not in ("buckets", "epochs"):
+        raise InputError(f"[model_args] batching = {batching!r}: use buckets or epochs")
+    if batching == "epochs" and max_cells is None:
+        raise InputError('[model_args] batching = "epochs" needs max_cells')
     cfg = AlignerConfig.from_dict(dict(config or {}))
     model = AlignerModel(cfg)
+    if init is not None:
+        cfg, model = _init_from(init, config)
     if objective == "homology-adapter":
         return _homology_task(model, cfg, scop, scop_exclude, homology_batch, hard_negatives,
                               shift_init, homology_steps, homology_seed, homology_eval_batches,
@@ -484,10 +557,16 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
                "distill_weight": distill_weight, "dp": dp}
     if max_cells is not None and max_cells < 1:
         raise InputError(f"[model_args] max_cells = {max_cells}: use a positive cell count")
+    if max_cells is None:
+        train_dataset: Dataset = PairDataset(train, window)
+    elif batching == "epochs":
+        train_dataset = EpochBatches(train, window, max_cells, data_seed)
+    else:
+        train_dataset = BucketedPairs(train, window, max_cells)
     return TrainTask(
         model=model,
-        train_dataset=(PairDataset(train, window) if max_cells is None
-                       else BucketedPairs(train, window, max_cells)),
+        train_dataset=train_dataset,
+        shuffle=not isinstance(train_dataset, EpochBatches),
         collate_fn=None if max_cells is None else collate_buckets,
         loss_fn=lambda net, batch: aligner_loss(net, batch, aux_weight,
                                                 marginal_weight=marginal_weight, **options),
@@ -507,6 +586,6 @@ def register() -> None:
 
 register()
 
-__all__ = ["BucketedPairs", "PairDataset", "StepSeeds", "collate_buckets", "aligner_loss", "batch_loss", "evaluate_homology",
+__all__ = ["BucketedPairs", "EpochBatches", "PairDataset", "bucket_tensors", "StepSeeds", "collate_buckets", "aligner_loss", "batch_loss", "evaluate_homology",
            "export_aligner", "export_homology", "make_aligner_task", "register", "target_tokens",
            "tensor_batch"]

@@ -104,7 +104,7 @@ class TrainSettings:
     lr: float = 1e-3
     weight_decay: float = 0.0
     momentum: float = 0.9
-    scheduler: str = "none"  # none | cosine | step
+    scheduler: str = "none"  # none | cosine | cosine-closed | step
     scheduler_step_size: int = 1000
     scheduler_gamma: float = 0.5
     save_model_secs: float = 600.0
@@ -308,8 +308,9 @@ def parse_config(data: Mapping[str, Any], path: str | None = None,
     if settings.optimizer not in ("adam", "adamw", "sgd"):
         raise InputError(f"[train] optimizer {settings.optimizer!r}: use adam, adamw or sgd",
                          path=where)
-    if settings.scheduler not in ("none", "cosine", "step"):
-        raise InputError(f"[train] scheduler {settings.scheduler!r}: use none, cosine or step",
+    if settings.scheduler not in ("none", "cosine", "cosine-closed", "step"):
+        raise InputError(f"[train] scheduler {settings.scheduler!r}: use none, cosine, "
+                         "cosine-closed or step",
                          path=where)
     return TrainConfig(
         model=data["model"],
@@ -366,9 +367,18 @@ def make_optimizer(params: Iterable[Any], s: TrainSettings) -> torch.optim.Optim
 
 
 def make_scheduler(opt: torch.optim.Optimizer, s: TrainSettings) -> Any:
-    """The LR scheduler the settings name, or ``None``."""
+    """The LR scheduler the settings name, or ``None``.
+
+    ``cosine`` is torch's ``CosineAnnealingLR``, which updates the rate recursively from the
+    previous step's; ``cosine-closed`` sets ``lr * 0.5 * (1 + cos(pi * k / steps))`` afresh at
+    step k, the same curve without the accumulated rounding (the schedule that trained the
+    shipped ``learned`` aligner)."""
     if s.scheduler == "cosine":
         return torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, s.steps))
+    if s.scheduler == "cosine-closed":
+        steps = max(1, s.steps)
+        return torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda k: 0.5 * (1 + math.cos(math.pi * k / steps)))
     if s.scheduler == "step":
         return torch.optim.lr_scheduler.StepLR(opt, step_size=s.scheduler_step_size,
                                                gamma=s.scheduler_gamma)

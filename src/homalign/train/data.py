@@ -8,7 +8,8 @@ without loading them), so a resumed run neither repeats nor skips a sample.
 Shuffling uses a private generator seeded by ``seed + epoch``, and the DataLoader gets its own
 generator too, so iterating data never touches torch's global RNG (which dropout and friends use).
 A dataset with a ``set_epoch(epoch)`` method (torch's convention) is told the epoch before it
-is read, so it can augment by epoch and stay resumable.
+is read, so it can augment by epoch and stay resumable; its length is read again afterwards, so
+a dataset that orders its own items (``shuffle=False``) may change its size per epoch.
 """
 
 from __future__ import annotations
@@ -173,10 +174,11 @@ class ResumableLoader:
         self._version += 1
 
     def _epoch_iter(self) -> Iterator[Any]:
-        self.sampler.set_epoch(self.epoch, self.batch_in_epoch * self.batch_size)
         set_epoch = getattr(self.dataset, "set_epoch", None)
         if callable(set_epoch):  # e.g. a dataset that augments by epoch (torch's convention)
             set_epoch(self.epoch)
+            self.sampler.length = len(self.dataset)  # type: ignore[arg-type]
+        self.sampler.set_epoch(self.epoch, self.batch_in_epoch * self.batch_size)
         g = torch.Generator()
         g.manual_seed(self.seed + 7919 * self.epoch)
         loader = DataLoader(

@@ -236,6 +236,7 @@ def train_from_config(
         opt = make_optimizer(parameter_groups(model, s), s)
         sched = make_scheduler(opt, s)
         loader = ResumableLoader(task.train_dataset, s.batch_size, seed=config.seed,
+                                 shuffle=task.shuffle,
                                  num_workers=s.num_workers, prefetch=s.prefetch,
                                  collate_fn=task.collate_fn)
         if loader.batches_per_epoch() == 0:  # the loop would wait for a batch forever

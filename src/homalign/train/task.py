@@ -26,6 +26,8 @@ class TrainTask:
     ``config`` is JSON describing how to rebuild the model (written next to exported weights).
     ``collate_fn`` (optional) joins the dataset items of one batch (default: torch's
     ``default_collate``), e.g. for items that are already batches of varying width.
+    ``shuffle = False`` keeps the dataset's own order: a dataset that orders (and may re-size)
+    itself every epoch in ``set_epoch``.
     ``evaluate`` (optional) scores a whole model, e.g. on an evaluation directory; with an
     ``[eval]`` table in the config, ``homalign train`` runs it on new checkpoints and exports the
     best model with ``export`` (default: :func:`homalign.train.evaluation.default_export`).
@@ -40,3 +42,4 @@ class TrainTask:
     evaluate: EvalFn | None = None
     export: ExportFn | None = None
     collate_fn: Callable[[list[Any]], Any] | None = None
+    shuffle: bool = True
