@@ -7,9 +7,8 @@ Two held-out sets, reported separately and pooled ("all", 477 pairs) for each we
 ``homalign.model.data.split_by_group`` holds out (at most 40 pairs per family: 387 pairs, 161
 below 30% identity), and the held-out TM-align train pairs (90; a seeded sample if over 200). Whole pairs (no cropping), semiglobal
 posteriors, MEA threshold 0.3 — what the ``learned`` method does. The "held-out HOMSTRAD" and
-"held-out TM-align" numbers of docs/learned.md's experiment tables come from this script (the
-bundled ``ens2``, 2026-12-01: HOMSTRAD F1 0.8649 / twilight 0.7456, TM-align 0.5788 / 0.5469;
-the recipe's first stage as the loop made it, ``more2``: 0.8568 / 0.7273, 0.5448 / 0.5103).
+"held-out TM-align" numbers of docs/learned.md come from this script (the bundled ``learned``:
+HOMSTRAD F1 0.8649 / twilight 0.7456, TM-align 0.5788 / 0.5469).
 ``heldout_report`` is the scoring the ensemble and decoding benchmarks share.
 
 ``--against REF`` also scores the weights ``REF`` and prints, for each stem, its mean per-pair F1

@@ -14,7 +14,7 @@
 # came from. Model selection uses held-out TRAIN families/folds only (configs/*.toml); dev is for
 # reporting once, afterwards (benchmarks/learned.py).
 #
-# The full recipe is about 2.5 CPU hours on one thread (docs/learned.md). --tiny runs the same
+# The full recipe is about 4 CPU hours on one thread (docs/learned.md). --tiny runs the same
 # stages, configs and code on a few bundled families for a few steps (minutes; a smoke test, its
 # weights are worthless). After a full run: python benchmarks/learned_heldout.py OUT/learned must
 # be at least the shipped "heldout" numbers before OUT/* is copied into src/homalign/weights/.

@@ -129,7 +129,8 @@ def test_tiny_recipe_trains_warm_starts_averages_joins_loads_and_aligns(
     np.testing.assert_array_equal(aln.pairs, expect.pairs)
     # without the variable the package's own weights come back
     monkeypatch.delenv("HOMALIGN_WEIGHTS")
-    assert load_bundled("learned")[1]["ensemble"]["members"][0]["stem"] == "runs/swa-tw2"
+    assert (load_bundled("learned")[1]["ensemble"]["members"][0]["stem"]
+            == "runs/recipe/learned-tw2/export/average")
 
 
 def test_a_warm_start_that_does_not_fit_is_refused(tmp_path: Path) -> None:
