@@ -323,6 +323,21 @@ def mutate(codes: np.ndarray, rate: float, rng: np.random.Generator) -> np.ndarr
     return out
 
 
+def cell_buckets(order: list[int], size: list[int], max_cells: int) -> list[list[int]]:
+    """``order`` (indices sorted by ``size``) cut into runs of at most ``max_cells`` DP cells,
+    ``len(run) * size^2`` with the run's last (largest) size; a pair alone may exceed it."""
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    for k in order:
+        if cur and (len(cur) + 1) * size[k] * size[k] > max_cells:
+            groups.append(cur)
+            cur = []
+        cur.append(k)
+    if cur:
+        groups.append(cur)
+    return groups
+
+
 def epoch_groups(pairs: list[TrainPair], window: int, max_cells: int, rng: np.random.Generator,
                  shuffle: bool = True, mutation_rate: float = 0.0
                  ) -> tuple[list[TrainPair], list[list[int]]]:
@@ -336,18 +351,9 @@ def epoch_groups(pairs: list[TrainPair], window: int, max_cells: int, rng: np.ra
     if mutation_rate > 0.0:
         cropped = [replace(p, q=mutate(p.q, mutation_rate, rng), t=mutate(p.t, mutation_rate, rng))
                    for p in cropped]
-    order = sorted(range(len(cropped)), key=lambda k: (max(len(cropped[k].q), len(cropped[k].t)),
-                                                       rng.random() if shuffle else 0.0))
-    groups: list[list[int]] = []
-    cur: list[int] = []
-    for k in order:
-        size = max(len(cropped[k].q), len(cropped[k].t))
-        if cur and (len(cur) + 1) * size * size > max_cells:
-            groups.append(cur)
-            cur = []
-        cur.append(k)
-    if cur:
-        groups.append(cur)
+    size = [max(len(p.q), len(p.t)) for p in cropped]
+    order = sorted(range(len(cropped)), key=lambda k: (size[k], rng.random() if shuffle else 0.0))
+    groups = cell_buckets(order, size, max_cells)
     if shuffle:
         rng.shuffle(groups)
     return cropped, groups

@@ -34,6 +34,7 @@ from homalign.model.crf import crf_log_partition_batch, crf_posterior_batch
 from homalign.model.data import (
     Batch,
     TrainPair,
+    cell_buckets,
     crop,
     epoch_groups,
     load_homstrad,
@@ -118,16 +119,7 @@ class BucketedPairs(Dataset):
         ties = rng.random(len(self.pairs))
         size = self.size
         order = sorted(range(len(self.pairs)), key=lambda k: (size[k], ties[k]))
-        groups: list[list[int]] = []
-        cur: list[int] = []
-        for k in order:
-            if cur and (len(cur) + 1) * size[k] * size[k] > self.max_cells:
-                groups.append(cur)
-                cur = []
-            cur.append(k)
-        if cur:
-            groups.append(cur)
-        return groups
+        return cell_buckets(order, size, self.max_cells)
 
     def __len__(self) -> int:
         return len(self.groups)
