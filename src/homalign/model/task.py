@@ -520,8 +520,8 @@ def make_aligner_task(homstrad: str = str(DATA / "homstrad" / "train"),
         raise InputError('[model_args] batching = "epochs" needs max_cells')
     cfg = AlignerConfig.from_dict(dict(config or {}))
     model = AlignerModel(cfg)
-    if init is not None:
-        cfg, model = _init_from(init, config)
+    if init is not None:  # built after the model above, as the loop did: both draw from the
+        cfg, model = _init_from(init, config)  # seeded RNG, which fixes the dropout that follows
     if objective == "homology-adapter":
         return _homology_task(model, cfg, scop, scop_exclude, homology_batch, hard_negatives,
                               shift_init, homology_steps, homology_seed, homology_eval_batches,
