@@ -5,8 +5,7 @@
 For train-fold SCOPe queries (never the dev queries) against the trainval database, four rankings
 of the same targets:
 
-1. ``learned``: the learned search (round-1 hit lists are shared with
-   ``benchmarks/research/learned_profile_tune.py``'s cache format and reused when ``--round1`` names one);
+1. ``learned``: the learned search;
 2. ``pssm-N``: homalign's own PSI-BLAST-class search — :func:`homalign.search.msa_build.build_msa`
    for ``--iterations - 1`` rounds, then the whole prefilter list ranked by the last profile
    (what ``psiblast -num_iterations N`` reports);
@@ -92,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=50, help="MSA members in the learned profile")
     ap.add_argument("--query-weight", type=float, default=0.5)
     ap.add_argument("--cand-members", type=int, default=3)
-    ap.add_argument("--round1", type=Path, help="a learned_profile_tune.py cache to reuse")
     ap.add_argument("--no-learned-msa", action="store_true")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
@@ -104,9 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     ts = train_fold_tuning_set(args.queries, args.heldout)
     fasta, index, queries = ts.fasta, ts.index, ts.queries
     cache = json.loads(args.out.read_text()) if args.out.exists() else {}
-    if args.round1 and args.round1.exists():
-        for q, v in json.loads(args.round1.read_text())["round1"].items():
-            cache.setdefault("learned", {}).setdefault(q, v)
     setting = (args.iterations, args.inclusion, args.max_candidates)
     suffix = "" if setting == (3, 1e-3, 300) else "@{},{:g},{}".format(*setting)
     pssm_key, members_key = "pssm" + suffix, "members" + suffix
