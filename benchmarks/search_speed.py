@@ -1,10 +1,13 @@
 """Wall and CPU time of `homalign search` against blastp, as a user runs them, in one run.
 
     python benchmarks/search_speed.py --db DBDIR --blastdb BLASTDB --queries Q.fa|IDS.txt \\
-        [--limit N] [--methods learned,sw,learned@3,psiblast@3] [--threads 1,2] --out OUT.csv
+        [--limit N] [--methods learned,sw,learned@3,psiblast@3] [--threads 1,2] \\
+        [--outfmt "6 qseqid sseqid evalue bitscore"] --out OUT.csv
 
 Each command writes BLAST-style tabular hits with alignments (``homalign search --format tab``
-traces every reported hit back; ``blastp -outfmt 6``), E <= 10, at each thread count;
+traces every reported hit back; ``blastp -outfmt 6``), E <= 10, at each thread count, or the
+``--outfmt`` columns (both tools; homalign computes no alignment when none of them needs one,
+blastp always does);
 ``METHOD@N`` runs N search rounds (``--iterations N``; ``psiblast@N``: ``-num_iterations N``). A run of
 as many queries as threads gives the start-up cost (imports, weights, compiled-code cache, and at
 T threads the start of homalign's T worker processes, one query each; one query would run in
@@ -47,11 +50,11 @@ def _command(method: str, queries: Path, args: argparse.Namespace, threads: int,
     """``METHOD`` or ``METHOD@N`` (N search rounds): homalign's, or ``blastp`` / ``psiblast@N``."""
     name, _, rounds = method.partition("@")
     if name in ("blastp", "psiblast"):
-        cmd = [name, "-query", str(queries), "-db", args.blastdb, "-outfmt", "6",
+        cmd = [name, "-query", str(queries), "-db", args.blastdb, "-outfmt", args.outfmt,
                "-evalue", "10", "-num_threads", str(threads), "-out", str(out)]
         return cmd + (["-num_iterations", rounds] if rounds else [])
     return [*HOMALIGN, "search", str(queries), args.db, "--method", name, "--evalue", "10",
-            "-j", str(threads), "--no-progress", "-o", str(out)] + (
+            "-j", str(threads), "--no-progress", "-o", str(out), "--outfmt", args.outfmt] + (
                 ["--iterations", rounds] if rounds else [])
 
 
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None, help="evenly spaced ids of the list")
     p.add_argument("--methods", default="learned,sw")
     p.add_argument("--threads", default="1,2")
+    p.add_argument("--outfmt", default="6", help='both tools\' tabular columns (default "6")')
     p.add_argument("--out", required=True, help="CSV to write")
     args = p.parse_args(argv)
     from homalign.search import open_database

@@ -119,6 +119,41 @@ def test_search_tab_and_outfmt_biopython(files, capsys, method):
     assert int(value["positive"]) >= int(value["nident"])
 
 
+HIT_COLUMNS = "qseqid sseqid evalue bitscore score qlen slen"
+
+
+@pytest.mark.parametrize(("method", "extra"), [("sw", []), ("learned", []),
+                                               ("learned", ["--iterations", "2"]),
+                                               ("sw", ["-j", "2"])])
+def test_search_without_alignment_columns_skips_the_alignments(files, capsys, monkeypatch,
+                                                                method, extra):
+    """Columns a hit has without its alignment alone: the same lines as when an alignment
+    column is asked for too, and no alignment is computed."""
+    import dataclasses
+
+    from homalign.methods import METHODS
+
+    m = get_method(method)
+    traced = []
+
+    def spy(query, targets, *args, **kwargs):
+        traced.extend(t.id for t in targets)
+        return m.align_hits(query, targets, *args, **kwargs)
+
+    monkeypatch.setitem(METHODS, method, dataclasses.replace(m, align_hits=spy))
+    q, _, db = files
+    base = ["search", str(q), str(db), "--method", method, "--no-progress",
+            *(extra if "-j" in extra else ["-j", "1", *extra])]
+    with_aln = _run(capsys, [*base, "--outfmt", f"6 {HIT_COLUMNS} length"])
+    n_traced = len(traced)
+    hits_only = _run(capsys, [*base, "--outfmt", f"6 {HIT_COLUMNS}"])
+    rows = [r.split("\t") for r in hits_only.splitlines()]
+    assert rows and rows == [r.split("\t")[:7] for r in with_aln.splitlines()]
+    if "-j" not in extra:  # worker processes do not see the spy
+        assert n_traced >= len(rows) and len(traced) == n_traced
+    _parse(hits_only, HIT_COLUMNS.split())
+
+
 def test_search_aln_is_std_plus_qseq_sseq(files, capsys):
     q, _, db = files
     a = _run(capsys, ["search", str(q), str(db), "--aln", "--no-progress"])

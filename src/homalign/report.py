@@ -141,6 +141,22 @@ def blast_fields(aln: Alignment, *, query_id: str | None = None, target_id: str 
     return out
 
 
+def format_hit_tabular(columns: tuple[str, ...], *, query_id: str, target_id: str, qlen: int,
+                       slen: int, evalue: float | None, bits: float | None,
+                       score: float | None) -> str:
+    """One BLAST tabular line of ``columns``, all of
+    :data:`homalign.io.blast_tab.HIT_FIELDS`, for a search hit without an alignment."""
+    from homalign.io.blast_tab import HIT_FIELDS, format_fields
+
+    extra = set(columns) - HIT_FIELDS
+    if extra:
+        raise ValueError(f"columns {sorted(extra)} need an alignment")
+    return format_fields({"qseqid": query_id, "qacc": query_id, "qaccver": query_id,
+                          "sseqid": target_id, "sacc": target_id, "saccver": target_id,
+                          "qlen": qlen, "slen": slen, "evalue": evalue, "bitscore": bits,
+                          "score": score}, columns)
+
+
 def format_tabular(aln: Alignment, columns: tuple[str, ...], **kw: Any) -> str:
     """One BLAST tabular line of ``columns`` (BLAST's names) for an alignment, or "" when it has
     no aligned pair (BLAST writes no line for a pair without a hit)."""

@@ -29,7 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description="Search every query record against DB (a FASTA file or a `homalign makedb` "
                     "directory). Hits are ranked by E-value and written query by query as each "
                     "query finishes (QUERY '-' reads standard input). BLAST tabular output has "
-                    "exactly the 12 standard -outfmt 6 columns; --outfmt selects others.",
+                    "exactly the 12 standard -outfmt 6 columns; --outfmt selects others. "
+                    "Columns that need no alignment alone (ids, qlen, slen, evalue, bitscore, "
+                    "score) skip the alignments: every hit within --evalue is listed.",
     )
     p.add_argument("query", help="FASTA file with one or more query sequences ('-': stdin)")
     p.add_argument("db", help="database: FASTA file or makedb directory")
@@ -95,7 +97,8 @@ def _split_options(args: argparse.Namespace, opts: dict[str, Any]
     return pssm, own
 
 
-def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
+def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any],
+               traceback: bool = True) -> Iterator:
     """``--iterations N``: :func:`homalign.search.iterative.iterative_search` for each query
     (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round); with
     ``--threads N`` and a makedb directory or FASTA file, in N one-thread worker processes (the
@@ -111,12 +114,13 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> I
                                 max_hits=args.max_hits, prefilter=not args.exhaustive,
                                 prefilter_options=pf_opts, target_msa=args.target_msa,
                                 neighbour_support=args.neighbour_support,
-                                msa_db=args.msa_db, **pssm, **own),
+                                msa_db=args.msa_db, traceback=traceback, **pssm, **own),
                     total=len(queries), desc="iterative search", unit="query",
                     disable=not _common.progress(args), dynamic_ncols=True)
 
 
-def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Iterator:
+def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any],
+           traceback: bool = True) -> Iterator:
     """One search per query, yielding each query's hits as soon as they are ranked: with
     ``--threads N`` and a makedb directory or FASTA file, N one-thread worker processes search
     whole queries side by side (:mod:`homalign.search.parallel`; the same hits)."""
@@ -128,12 +132,13 @@ def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> Itera
     yield from tqdm(iter_search(queries, db, args.method, workers=_common.threads(args),
                                 evalue=args.evalue, max_hits=args.max_hits,
                                 prefilter=not args.exhaustive, prefilter_options=pf_opts,
-                                **opts),
+                                traceback=traceback, **opts),
                     total=len(queries), desc=f"search {args.method}", unit="query",
                     disable=not _common.progress(args), dynamic_ncols=True)
 
 
-def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> list:
+def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any],
+         traceback: bool = True) -> list:
     from homalign.search.ray_backend import search_ray
 
     workers = args.workers or _common.threads(args)
@@ -146,18 +151,35 @@ def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any]) -> list:
                           target_msa=args.target_msa, iterative_options=it_opts,
                           evalue=args.evalue, max_hits=args.max_hits,
                           prefilter=not args.exhaustive, prefilter_options=pf_opts,
-                          **pssm, **own)
+                          traceback=traceback, **pssm, **own)
     return search_ray(queries, db, args.method, address=args.ray, workers=workers,
                       shard=args.shard, evalue=args.evalue, max_hits=args.max_hits,
-                      prefilter=not args.exhaustive, prefilter_options=pf_opts, **opts)
+                      prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                      traceback=traceback, **opts)
 
 
-def render_hits(hits, fmt: str, columns) -> str:
-    """The text of one query's hits in ``fmt`` (tab with ``columns``, json or pair)."""
-    from homalign.report import format_json, format_pair, format_tabular
+def needs_alignments(fmt: str, columns) -> bool:
+    """Whether output ``fmt`` with ``columns`` shows anything of an alignment (else the search
+    can skip them: :data:`homalign.io.blast_tab.HIT_FIELDS`)."""
+    from homalign.io.blast_tab import HIT_FIELDS
+
+    return fmt != "tab" or not set(columns) <= HIT_FIELDS
+
+
+def render_hits(hits, fmt: str, columns, query=None, db=None) -> str:
+    """The text of one query's hits in ``fmt`` (tab with ``columns``, json or pair); a hit
+    without an alignment (columns of :func:`needs_alignments` False) is written from the hit,
+    its lengths from ``query`` and ``db``."""
+    from homalign.report import format_hit_tabular, format_json, format_pair, format_tabular
 
     out = []
     for h in hits:
+        if h.alignment is None and not needs_alignments(fmt, columns) and query is not None \
+                and db is not None:
+            out.append(format_hit_tabular(columns, query_id=h.query_id, target_id=h.target_id,
+                                          qlen=len(query), slen=int(db.lengths[h.target_index]),
+                                          evalue=h.evalue, bits=h.bits, score=h.score))
+            continue
         if h.alignment is None:
             raise ValueError(f"hit {h.target_id} has no alignment")
         kw = {"query_id": h.query_id, "target_id": h.target_id, "evalue": h.evalue,
@@ -195,17 +217,18 @@ def run(args: argparse.Namespace) -> int:
     if not queries:
         raise ValueError(f"{args.query}: no query sequences")
     db = open_database(args.db)
+    traceback = needs_alignments(fmt, columns)
     if args.ray is not None:
-        results: Any = _ray(queries, db, args, opts)
+        results: Any = _ray(queries, db, args, opts, traceback)
     elif args.iterations > 1 or args.target_msa is not None:
-        results = _iterative(queries, db, args, opts)
+        results = _iterative(queries, db, args, opts, traceback)
     else:
-        results = _plain(queries, db, args, opts)
+        results = _plain(queries, db, args, opts, traceback)
     if fmt == "a3m":
         return _write_a3m(list(results), args.out)
     with _common.output_stream(args.out) as out:
-        for _q, hits in results:
-            out.write(render_hits(hits, fmt, columns))
+        for q, hits in results:
+            out.write(render_hits(hits, fmt, columns, q, db))
             if out is sys.stdout:
                 out.flush()
     return 0

@@ -48,6 +48,11 @@ OUTFMT_FIELDS = {
     "qcovhsp": "percent of the query covered by the alignment",
 }
 
+#: the fields a search hit has without its alignment: a search asked for these alone computes
+#: no alignment (as MMseqs2 computes a backtrace only for the columns that need one)
+HIT_FIELDS = frozenset({"qseqid", "qacc", "qaccver", "sseqid", "sacc", "saccver", "qlen", "slen",
+                        "evalue", "bitscore", "score"})
+
 
 def parse_outfmt(text: str) -> tuple[str, ...]:
     """The columns of a BLAST ``-outfmt`` string: ``"6"`` or ``"6 std"`` the 12 standard ones,
