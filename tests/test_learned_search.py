@@ -216,7 +216,7 @@ def test_the_msa_rounds_score_the_databases_best_by_smith_waterman(db_and_query,
 
     db, query = db_and_query
     every = np.arange(len(db), dtype=np.int64)
-    sw = sw_scores(query.codes, db.codes, db.offsets, every)
+    sw = sw_scores(query.codes, db.codes, db.offsets, every, **engine.candidate_sw())
     want = sorted(np.argsort(-sw, kind="stable")[:5].tolist())
     got, passes = [], []
     real_build, real_sw = msa_build.build_msa, engine.sw_scores
@@ -243,13 +243,13 @@ def test_the_msa_rounds_score_the_databases_best_by_smith_waterman(db_and_query,
 
 
 def test_learned_candidates_are_the_databases_best_by_smith_waterman(db_and_query) -> None:
-    from homalign.search.engine import candidates_of
+    from homalign.search.engine import candidate_sw, candidates_of
     from homalign.search.prefilter import prefilter
     from homalign.search.sw_scores import sw_scores
 
     db, query = db_and_query
     every = np.arange(len(db), dtype=np.int64)
-    sw = sw_scores(query.codes, db.codes, db.offsets, every)
+    sw = sw_scores(query.codes, db.codes, db.offsets, every, **candidate_sw())
     cand = candidates_of(query, db, "learned", rescore=6)
     assert cand.tolist() == sorted(np.argsort(-sw, kind="stable")[:6].tolist())
     # the k-mer prefilter would keep fewer: its candidates are ranked only with explicit options
@@ -267,7 +267,7 @@ def test_learned_candidates_are_the_databases_best_by_smith_waterman(db_and_quer
 
 
 def test_best_by_sw_breaks_ties_at_the_cut_in_candidate_order() -> None:
-    from homalign.search.engine import best_by_sw
+    from homalign.search.engine import best_by_sw, candidate_sw
     from homalign.search.sw_scores import sw_scores
 
     rng = np.random.default_rng(5)
@@ -278,7 +278,7 @@ def test_best_by_sw_breaks_ties_at_the_cut_in_candidate_order() -> None:
     db = SequenceDB.from_sequences(seqs)
     cand = np.arange(2, 24, dtype=np.int64)
     q = Sequence("q", query)
-    sw = sw_scores(q.codes, db.codes, db.offsets, cand)
+    sw = sw_scores(q.codes, db.codes, db.offsets, cand, **candidate_sw())
     for n in (1, 3, 7, 8, 9, 22, 30):
         want = np.sort(cand[np.argsort(-sw, kind="stable")[:n]])
         assert best_by_sw(q, db, cand, n).tolist() == want.tolist()

@@ -399,7 +399,7 @@ def test_a_repeated_scan_gives_the_same_scores_in_a_new_array(proteins, monkeypa
 
 
 def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(proteins) -> None:
-    from homalign.search.engine import best_by_sw
+    from homalign.search.engine import best_by_sw, candidate_sw
     from homalign.search.sw_scores import sw_scores
 
     db = SequenceDB.from_sequences(proteins)
@@ -407,7 +407,7 @@ def test_rescore_keeps_the_best_smith_waterman_candidates_and_the_self_hit(prote
     cand = np.arange(len(db))
     kept = best_by_sw(q, db, cand, 4)
     assert len(kept) == 4 and db.index_of(q.id) in kept
-    sw = sw_scores(q.codes, db.codes, db.offsets, cand)
+    sw = sw_scores(q.codes, db.codes, db.offsets, cand, **candidate_sw())
     others = np.setdiff1d(cand, kept)
     assert sw[kept].min() >= sw[others].max()
     all_hits = search(q, db, method="learned", evalue=1e9, traceback=False, rescore=None,

@@ -126,7 +126,7 @@ def test_the_sw_pass_scores_the_best_by_ungapped_score(monkeypatch: pytest.Monke
     db, q = _db(120)
     every = np.arange(len(db))
     ug = ungapped_scores(q.codes, db.codes, db.offsets, every)
-    sw = sw_scores(q.codes, db.codes, db.offsets, every)
+    sw = sw_scores(q.codes, db.codes, db.offsets, every, **engine.candidate_sw())
     monkeypatch.setattr(engine, "UNGAPPED_CANDIDATES", 25)
     first = np.sort(np.argsort(-ug, kind="stable")[:25])
     want = np.sort(first[np.argsort(-sw[first], kind="stable")[:10]])

@@ -148,6 +148,14 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "1000,500,2000,0; benchmarks/research/fusion_depth_tune.py --end-to-end 200 "
               "--methods learned,pssm --ungapped 1000,0",
               "The learned search's candidates: the database's best 80 by SW score"),
+        Tuned("homalign.search.engine:CANDIDATE_SW", ("BLOSUM45", 14.0, 2.0),
+              f"563 {_HELDOUT_QUERIES} (210 scored): family / superfamily 0.473 / 0.121 "
+              "(BLOSUM62 11/1) -> 0.492 / 0.120, family +0.019 (bootstrap 95% +0.006 .. "
+              "+0.035), superfamily -0.001 (-0.004 .. +0.002); BLOSUM45 15/2 0.487 / 0.119, "
+              "BLOSUM62 9/2 0.475 / 0.119; learned@3 0.508 / 0.144 -> 0.507 / 0.143, pssm@3 "
+              "0.427 / 0.115 -> 0.426 / 0.115; other-fold hits at E <= 1 0.533 -> 0.554 a query",
+              "benchmarks/research/candidate_sw_tune.py --settings BLOSUM62:11:1,BLOSUM45:14:2,"
+              "BLOSUM45:15:2", "The learned search's candidates: the database's best 80 by SW score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

@@ -52,6 +52,10 @@ LEARNED_RESCORE = 80
 #: in a database of more sequences, the learned search's Smith-Waterman pass scores the best
 #: 1,000 by ungapped score (:mod:`homalign.search.ungapped`); provenance in homalign.tuned
 UNGAPPED_CANDIDATES = 1000
+#: that pass's scoring (matrix, gap open, gap extend; BLAST convention): BLOSUM45 14/2 puts more
+#: of a query's family among the learned search's candidates than BLOSUM62 11/1; provenance in
+#: homalign.tuned
+CANDIDATE_SW = ("BLOSUM45", 14.0, 2.0)
 BATCH = 128
 _FAST_SW_OPTIONS = {"matrix", "gap_open", "gap_extend"}
 
@@ -222,9 +226,15 @@ def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool =
     return cand
 
 
+def candidate_sw() -> dict[str, Any]:
+    """:data:`CANDIDATE_SW` as :func:`homalign.search.sw_scores.sw_scores` keywords."""
+    matrix, gap_open, gap_extend = CANDIDATE_SW
+    return {"matrix": matrix, "gap_open": gap_open, "gap_extend": gap_extend}
+
+
 def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
-    """The ``n`` candidates with the best BLOSUM62 11/1 local scores (ascending indices);
-    targets identical to the query always stay. Given every target of a database larger than
+    """The ``n`` candidates with the best local scores under :data:`CANDIDATE_SW` (ascending
+    indices); targets identical to the query always stay. Given every target of a database larger than
     :data:`UNGAPPED_CANDIDATES`, Smith–Waterman scores only the best that many (or ``n``) by
     ungapped score (:mod:`homalign.search.ungapped`). The scores are kept on the database for
     the last query, so the rounds of an iterative search and its learned ranking share one
@@ -240,7 +250,8 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
         pool = (np.flatnonzero(best_n(ungapped_scores(q.codes, db.codes, db.offsets, cand,
                                                       db=db), depth))
                 if every and depth < len(cand) else np.arange(len(cand)))
-        sw = sw_scores(q.codes, db.codes, db.offsets, cand[pool], db=db).astype(np.float64)
+        sw = sw_scores(q.codes, db.codes, db.offsets, cand[pool], **candidate_sw(),
+                       db=db).astype(np.float64)
         if every:
             db.cache["sw-pass"] = (key, pool, sw.copy())
     exact = np.flatnonzero(np.isin(cand, exact_matches(q.codes, db)))
