@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         ug = ungapped_scores(q.codes, db.codes, db.offsets, every, db=db)
         t1 = time.perf_counter()
         first = np.flatnonzero(best_n(ug, depths[0]))
-        sw_scores(q.codes, db.codes, db.offsets, every[first], db=db)
+        sw_scores(q.codes, db.codes, db.offsets, every[first], **engine.candidate_sw(), db=db)
         t2 = time.perf_counter()
-        sw = sw_scores(q.codes, db.codes, db.offsets, every, db=db).astype(np.float64)
+        sw = sw_scores(q.codes, db.codes, db.offsets, every, **engine.candidate_sw(),
+                       db=db).astype(np.float64)
         t3 = time.perf_counter()
         if k:  # the first query warms up
             ms["ungapped pass, every target"] += t1 - t0
