@@ -118,17 +118,15 @@ def blast_fields(aln: Alignment, *, query_id: str | None = None, target_id: str 
     ident = aln.n_identical
     qid = aln.query_id if query_id is None else query_id
     tid = aln.target_id if target_id is None else target_id
-    ev = aln.evalue if evalue is None else evalue
-    bs = aln.bits if bits is None else bits
-    out = {
-        "qseqid": qid, "qacc": qid, "qaccver": qid, "sseqid": tid, "sacc": tid, "saccver": tid,
+    out = _hit_values(qid, tid, len(aln.query), len(aln.target),
+                      aln.evalue if evalue is None else evalue, aln.bits if bits is None else bits,
+                      aln.score if score is None else score)
+    out.update({
         "pident": 100.0 * ident / cols if cols else 0.0, "length": cols,
         "mismatch": n - ident, "gapopen": aln.n_gap_opens, "gaps": cols - n, "nident": ident,
         "qstart": qs + 1, "qend": qe, "sstart": ts + 1, "send": te,
-        "qlen": len(aln.query), "slen": len(aln.target),
-        "evalue": ev, "bitscore": bs, "score": aln.score if score is None else score,
         "qcovhsp": 100.0 * (qe - qs) / len(aln.query) if len(aln.query) else 0.0,
-    }
+    })
     if columns is None or "qseq" in columns or "sseq" in columns:
         out["qseq"], out["sseq"] = aln.gapped()
     if columns is None or "positive" in columns or "ppos" in columns:
@@ -151,10 +149,17 @@ def format_hit_tabular(columns: tuple[str, ...], *, query_id: str, target_id: st
     extra = set(columns) - HIT_FIELDS
     if extra:
         raise ValueError(f"columns {sorted(extra)} need an alignment")
-    return format_fields({"qseqid": query_id, "qacc": query_id, "qaccver": query_id,
-                          "sseqid": target_id, "sacc": target_id, "saccver": target_id,
-                          "qlen": qlen, "slen": slen, "evalue": evalue, "bitscore": bits,
-                          "score": score}, columns)
+    return format_fields(_hit_values(query_id, target_id, qlen, slen, evalue, bits, score),
+                         columns)
+
+
+def _hit_values(qid: str, tid: str, qlen: int, slen: int, evalue: float | None,
+                bits: float | None, score: float | None) -> dict[str, Any]:
+    """The fields of :data:`homalign.io.blast_tab.HIT_FIELDS`: what a hit has without its
+    alignment."""
+    return {"qseqid": qid, "qacc": qid, "qaccver": qid, "sseqid": tid, "sacc": tid,
+            "saccver": tid, "qlen": qlen, "slen": slen, "evalue": evalue, "bitscore": bits,
+            "score": score}
 
 
 def format_tabular(aln: Alignment, columns: tuple[str, ...], **kw: Any) -> str:

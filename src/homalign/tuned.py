@@ -77,7 +77,7 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "0.1316 / 0.4816, pssm@3 0.1111 / 0.4199 -> 0.1145 / 0.4262, ~6% more time "
               "(every round seeded by its PSSM: 0.1323 / 0.4814 for ~21%)",
               "benchmarks/research/fusion_depth_tune.py --seeds",
-              "The last round of an iterative search seeds with the query's PSSM"),
+              "What the rounds score"),
         Tuned("homalign.search.iterative:SW_CANDIDATES", True,
               f"563 {_HELDOUT_QUERIES}, end to end: the MSA rounds' candidates the database's "
               "best 300 by SW instead of the k-mer prefilter's: learned@3 superfamily / family "
@@ -85,22 +85,22 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "-> 0.1151 / 0.4271 at 70 ms both",
               "benchmarks/research/fusion_depth_tune.py --end-to-end 200 --methods pssm,learned "
               "--msa-candidates kmer,sw",
-              "The MSA rounds of an iterative search score the database's best 300 by SW"),
+              "What the rounds score"),
         Tuned("homalign.search.iterative:FUSION_RESCORE", 200,
               f"563 {_HELDOUT_QUERIES}, learned@3 end to end with PSSM seeds: superfamily / "
               "family 0.1408 / 0.4948 at 134 ms a query with the PSSM round's best 200 and the "
               "best 80 by SW, 0.1408 / 0.4942 at 149 ms with 300, 0.1406 / 0.4884 at 123 ms "
               "with 150 (before the seeds: all ~1,000 candidates no better than 300)",
               "benchmarks/research/fusion_depth_tune.py --end-to-end 300,200,150",
-              "learned@3 scores what can matter"),
+              "What the rounds score"),
     ),
     "MSA-database round (--target-msa)": (
         Tuned("homalign.search.iterative:PROFILE_DB_OPTIONS", {"hh_shift": -0.03},
               _HELDOUT_QUERIES, "benchmarks/research/msadb_tune.py",
-              "The database round scores with hhm at HHsearch's -0.03 bits"),
+              "The database round's settings, each chosen on held-out queries"),
         Tuned("homalign.search.iterative:MSADB_FUSION_WEIGHTS", (0.25, 0.25, 0.5),
               _HELDOUT_QUERIES, "benchmarks/research/msadb_tune.py",
-              "Fusion weights learned 0.25 / PSSM 0.25 / MSA database 0.5"),
+              "The database round's settings, each chosen on held-out queries"),
         Tuned("homalign.search.msadb:NEIGHBOUR_SUPPORT", 2.0, _HELDOUT_QUERIES,
               "benchmarks/research/msadb_extend.py",
               "Neighbour support (exponent 2) is on by default for the fused ranking"),
@@ -138,7 +138,7 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "0.4526 at 35.7; the k-mer prefilter's best 80: 0.1142 / 0.4411 at 41.2)",
               "benchmarks/research/search_depth_tune.py --settings sw:-:80,sw:-:100,sw:-:120,"
               "11:1000:80",
-              "The learned search's candidates: the database's best 80 by SW score"),
+              "The learned search's candidates are the database's best 80 by SW score"),
         Tuned("homalign.search.engine:UNGAPPED_CANDIDATES", 1000,
               f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1188 / 0.4494 (SW of every "
               "target) -> 0.1183 / 0.4528 (500: 0.1164 / 0.4521; 2,000: 0.1169 / 0.4489) at "
@@ -147,7 +147,7 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "benchmarks/research/search_depth_tune.py --settings sw:-:80 --ungapped "
               "1000,500,2000,0; benchmarks/research/fusion_depth_tune.py --end-to-end 200 "
               "--methods learned,pssm --ungapped 1000,0",
-              "The learned search's candidates: the database's best 80 by SW score"),
+              "The learned search's candidates are the database's best 80 by SW score"),
         Tuned("homalign.search.engine:CANDIDATE_SW", ("BLOSUM45", 14.0, 2.0),
               f"563 {_HELDOUT_QUERIES} (210 scored): family / superfamily 0.473 / 0.121 "
               "(BLOSUM62 11/1) -> 0.492 / 0.120, family +0.019 (bootstrap 95% +0.006 .. "
@@ -160,7 +160,7 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "0.427 / 0.115 -> 0.426 / 0.115; other-fold hits at E <= 1 0.533 -> 0.554 a query",
               "benchmarks/research/candidate_sw_tune.py --settings BLOSUM62:11:1,BLOSUM45:14:2,"
               "BLOSUM45:15:2,BLOSUM45:16:2,BLOSUM45:18:1,PAM250:14:2,BLOSUM62:9:2",
-              "The learned search's candidates: the database's best 80 by SW score"),
+              "The learned search's candidates are the database's best 80 by SW score"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

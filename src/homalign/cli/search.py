@@ -166,20 +166,19 @@ def needs_alignments(fmt: str, columns) -> bool:
     return fmt != "tab" or not set(columns) <= HIT_FIELDS
 
 
-def render_hits(hits, fmt: str, columns, query=None, db=None) -> str:
-    """The text of one query's hits in ``fmt`` (tab with ``columns``, json or pair); a hit
-    without an alignment (columns of :func:`needs_alignments` False) is written from the hit,
-    its lengths from ``query`` and ``db``."""
+def render_hits(hits, fmt: str, columns, query, db) -> str:
+    """The text of one query's hits in ``fmt`` (tab with ``columns``, json or pair); without
+    alignments (:func:`needs_alignments` False) a line is the hit's own fields, the lengths
+    those of ``query`` and of its target in ``db``."""
     from homalign.report import format_hit_tabular, format_json, format_pair, format_tabular
 
+    if not needs_alignments(fmt, columns):
+        return "".join(format_hit_tabular(
+            columns, query_id=h.query_id, target_id=h.target_id, qlen=len(query),
+            slen=int(db.lengths[h.target_index]), evalue=h.evalue, bits=h.bits, score=h.score)
+            for h in hits)
     out = []
     for h in hits:
-        if h.alignment is None and not needs_alignments(fmt, columns) and query is not None \
-                and db is not None:
-            out.append(format_hit_tabular(columns, query_id=h.query_id, target_id=h.target_id,
-                                          qlen=len(query), slen=int(db.lengths[h.target_index]),
-                                          evalue=h.evalue, bits=h.bits, score=h.score))
-            continue
         if h.alignment is None:
             raise ValueError(f"hit {h.target_id} has no alignment")
         kw = {"query_id": h.query_id, "target_id": h.target_id, "evalue": h.evalue,

@@ -234,9 +234,9 @@ def candidate_sw() -> dict[str, Any]:
 
 def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndarray:
     """The ``n`` candidates with the best local scores under :data:`CANDIDATE_SW` (ascending
-    indices); targets identical to the query always stay. Given every target of a database larger than
-    :data:`UNGAPPED_CANDIDATES`, Smith–Waterman scores only the best that many (or ``n``) by
-    ungapped score (:mod:`homalign.search.ungapped`). The scores are kept on the database for
+    indices); targets identical to the query always stay. Given every target of a database
+    larger than :data:`UNGAPPED_CANDIDATES`, Smith–Waterman scores only the best that many (or
+    ``n``) by ungapped score (:mod:`homalign.search.ungapped`). The scores are kept on the database for
     the last query, so the rounds of an iterative search and its learned ranking share one
     pass."""
     cand = np.asarray(cand, dtype=np.int64)
