@@ -85,8 +85,11 @@ def search(
     options: every other keyword is an :class:`OptionError`). ``target_msa=MSADB`` (an MSA database of ``db``, ``homalign makemsa``) also scores
     the query's MSA against each target's own MSA (HHblits class with ``method="hhm"``; fused
     into ``learned``'s ranking otherwise); ``neighbour_support=W`` lifts the targets whose MSA
-    neighbours it found (default on for a fused ranking, off for ``hhm``). ``homalign.search``
-    is this function and also the package of the search engine.
+    neighbours it found (default on for a fused ranking, off for ``hhm``). A single-pass
+    ``learned`` search adds one light PSSM round of its candidates to its ranking
+    (``profile_round``, default None = on; False: the learned ranking alone;
+    :mod:`homalign.search.profile_round`). ``homalign.search`` is this function and also the
+    package of the search engine, whose :func:`homalign.search.search` is one pass.
     """
     from homalign.search.entry import run_search
 

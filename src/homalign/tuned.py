@@ -161,6 +161,34 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "benchmarks/research/candidate_sw_tune.py --settings BLOSUM62:11:1,BLOSUM45:14:2,"
               "BLOSUM45:15:2,BLOSUM45:16:2,BLOSUM45:18:1,PAM250:14:2,BLOSUM62:9:2",
               "The learned search's candidates are the database's best 80 by SW score"),
+        Tuned("homalign.search.profile_round:PSSM_CANDIDATES", 300,
+              f"563 {_HELDOUT_QUERIES} (210 scored): superfamily / family 0.1197 / 0.4919 "
+              "(learned) -> 0.1331 / 0.4988 (bootstrap 95% superfamily +0.007 .. +0.021) at "
+              "1.45x learned's time; the PSSM over the 80 learned candidates only 0.1275 / 0.4982 "
+              "(1.26x), over the best 1,000 0.1284 / 0.4987 (1.6x), with 40 extra 0.1352 / "
+              "0.5001 (1.7x)",
+              "benchmarks/research/profile_round_tune.py --settings 300:20:1e-3:0.5,"
+              "80:0:1e-3:0.5,1000:0:1e-3:0.5,1000:40:1e-3:0.5",
+              "A learned search fuses its ranking with one light PSSM round by default"),
+        Tuned("homalign.search.profile_round:EXTRA_CANDIDATES", 20,
+              f"563 {_HELDOUT_QUERIES}: superfamily 0.1284 (none, PSSM over 1,000) -> 0.1341 "
+              "(20, 1.8x learned's time) -> 0.1352 (40, 1.7x); over the best 300: 0.1331 (20, "
+              "1.45x), 0.1342 (40, 1.5x)",
+              "benchmarks/research/profile_round_tune.py --settings 1000:0:1e-3:0.5,"
+              "1000:20:1e-3:0.5,1000:40:1e-3:0.5,300:20:1e-3:0.5,300:40:1e-3:0.5",
+              "A learned search fuses its ranking with one light PSSM round by default"),
+        Tuned("homalign.search.profile_round:INCLUSION_EVALUE", 1e-3,
+              f"563 {_HELDOUT_QUERIES}: PSI-BLAST's inclusion E-value; 1e-2 within noise "
+              "(superfamily 0.1343 against 0.1331 at 300 / 20)",
+              "benchmarks/research/profile_round_tune.py --settings 300:20:1e-3:0.5,"
+              "300:20:1e-2:0.5",
+              "A learned search fuses its ranking with one light PSSM round by default"),
+        Tuned("homalign.search.profile_round:WEIGHT", 0.5,
+              f"563 {_HELDOUT_QUERIES} (PSSM over the 80 learned candidates): superfamily / "
+              "family 0.1275 / 0.4982 at 0.5, 0.1258 / 0.4959 at 0.7, 0.1261 / 0.4823 at 0.4",
+              "benchmarks/research/profile_round_tune.py --settings 80:0:1e-3:0.5,80:0:1e-3:0.7,"
+              "80:0:1e-3:0.4",
+              "A learned search fuses its ranking with one light PSSM round by default"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "scores within 1e-4 relative of float32)")
     p.add_argument("--neighbours", action="store_true",
                    help="also store every sequence's own learned-search hits, for "
-                        "intermediate-sequence search (costs one learned search per sequence; "
+                        "intermediate-sequence search with search --no-profile-round (costs "
+                        "one learned search per sequence; "
                         "on a complete OUTDIR of the same FASTA this adds them, or finishes a "
                         "killed build, without rebuilding the rest)")
     _common.add_threads(p)

@@ -12,6 +12,10 @@ Contract (other modules rely on these names)::
     # Hit: .target_id, .alignment (homalign.alignment.Alignment), .score, .bits, .evalue;
     #   sorted by evalue then score
 
+``search`` is the engine's one pass. ``homalign.search(...)`` (this package called),
+:func:`search_many` and ``homalign search`` run a single-pass ``learned`` search with its PSSM
+round (:mod:`homalign.search.profile_round`) unless ``profile_round=False``.
+
 Also: :func:`makedb` (an on-disk database directory), :func:`search_many`
 (many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text), :func:`fuse_hits` (one ranking from
 several searches) and

@@ -88,7 +88,8 @@ class TargetReps:
         return rep
 
 
-def _check_query(query: Sequence | str, max_query_length: int) -> Sequence:
+def check_query(query: Sequence | str, max_query_length: int) -> Sequence:
+    """``query`` as a Sequence, or InputError naming it when longer than ``max_query_length``."""
     q = as_sequence(query, "query")
     if len(q) > max_query_length:
         raise InputError(f"query has {len(q)} residues, more than the limit of "
@@ -318,7 +319,7 @@ def search(
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")
-    q = _check_query(query, max_query_length)
+    q = check_query(query, max_query_length)
     if not isinstance(db, SequenceDB):
         db = open_database(db)
     m = get_method(method)

@@ -60,15 +60,19 @@ def run_search(
     if iterations < 1:
         raise ValueError(f"iterations must be at least 1, got {iterations}")
     iterative = iterations > 1 or options.get("target_msa") is not None
+    profile_round = options.pop("profile_round", None)
+    if profile_round is not None and (iterative or not isinstance(profile_round, bool)):
+        raise ValueError("profile_round is True, False or None, and not for an iterative search "
+                         "(its PSSM rounds are its own)")
     check_search_options(method, options, iterative)
     q = as_sequence(query, "query")
     if iterative:
         from homalign.search.iterative import iterative_search
 
         return iterative_search(q, db, iterations, method, **options)
-    from homalign.search.engine import search as engine_search
+    from homalign.search.profile_round import search_one
 
-    return engine_search(q, db, method, **options)
+    return search_one(q, db, method, profile_round=profile_round, **options)
 
 
 __all__ = ["check_search_options", "run_search"]

@@ -34,7 +34,7 @@ import numpy as np
 
 from homalign.io.atomic import remove_abandoned_dirs
 from homalign.search.database import SequenceDB, open_database
-from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, batched_ranking, search
+from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, batched_ranking
 from homalign.search.hits import Hit
 from homalign.sequence import Sequence
 
@@ -68,7 +68,7 @@ def _search_options(options: dict[str, Any], iterations: int | None) -> dict[str
     """The options a method's targets are prepared with: an iterative search's own keywords
     (its PSSM rounds', ``target_msa``, ...) are not the method's."""
     if iterations is None:
-        return options
+        return {k: v for k, v in options.items() if k != "profile_round"}
     from homalign.search.iterative import ITERATIVE_KEYWORDS
 
     return {k: v for k, v in options.items() if k not in ITERATIVE_KEYWORDS}
@@ -88,7 +88,9 @@ def _reps_for(db: SequenceDB, method: str, options: dict[str, Any],
 def _one(query: Sequence, db: SequenceDB, method: str, iterations: int | None, reps: Any,
          options: dict[str, Any]) -> list[Hit]:
     if iterations is None:
-        return search(query, db, method, target_reps=reps, **options)
+        from homalign.search.profile_round import search_one
+
+        return search_one(query, db, method, target_reps=reps, **options)
     from homalign.search.iterative import iterative_search
 
     return iterative_search(query, db, iterations, method, target_reps=reps, **options)

@@ -90,7 +90,7 @@ def _search_candidates(queries: list[Sequence], db: SequenceDB | str,
     db = _worker_db(db)
     out = []
     opts = {k: v for k, v in kwargs.items() if k not in ("prefilter", "prefilter_options",
-                                                         "rescore")}
+                                                         "rescore", "profile_round")}
     max_hits = opts.pop("max_hits", 500)
     for q, cand in zip(queries, candidates, strict=True):
         out.append(search(q, db, method, candidates=cand, max_hits=max_hits, **opts))
@@ -128,6 +128,11 @@ def search_ray(
     if shard == "db" and db.source is not None and (Path(db.source) / NEIGHBOURS_JSON).is_file() \
             and kwargs.get("neighbours", True):
         shard = "queries"  # a target reached through a neighbour may lie in another shard
+    if shard == "db" and iterative is None:
+        from homalign.search.profile_round import wanted
+
+        if wanted(method, {"profile_round": kwargs.get("profile_round")}):
+            shard = "queries"  # the PSSM round's MSA and candidates come from the whole database
     queries = list(queries)
     from homalign.search.engine import method_params
 
@@ -150,7 +155,7 @@ def search_ray(
 
 _ENGINE_KEYS = {"evalue", "max_hits", "prefilter", "query_rep", "prefilter_options", "db_size",
                 "params", "max_query_length", "candidates", "traceback", "rescore",
-                "calibrated", "neighbours"}
+                "calibrated", "neighbours", "profile_round"}
 
 
 def _db_ref(ray, db: SequenceDB):  # noqa: ANN001, ANN202

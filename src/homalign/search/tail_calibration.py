@@ -108,7 +108,8 @@ def bits_from_evalue(evalues: Any, query_length: int, db_residues: int) -> np.nd
     (20.0, 22.0)
     """
     e = np.maximum(np.asarray(evalues, dtype=np.float64), EVALUE_FLOOR)
-    return np.log2(float(query_length) * float(max(db_residues, 1)) / e)
+    # in logs: m n / E overflows for E near the floor
+    return math.log2(float(max(query_length, 1))) + math.log2(float(max(db_residues, 1))) - np.log2(e)
 
 
 @lru_cache(maxsize=1)

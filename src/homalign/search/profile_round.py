@@ -1,0 +1,184 @@
+"""One light PSSM round inside a learned search: the query's family profile as second evidence.
+
+The learned ranking sees one sequence; a profile of the query's clear homologues sees which of
+its positions vary. A learned search (``search(..., method="learned")``, ``homalign search
+--method learned``) adds that evidence by default (:data:`BY_DEFAULT`; ``profile_round=False``,
+``--no-profile-round``: without it), at a fraction of an iterative search's cost:
+
+1. the learned search's own candidates (the database's best 80 by Smith-Waterman score) are
+   searched once with the query's PSSM, and those with E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's
+   inclusion threshold) form the query's MSA (:func:`homalign.search.msa_build.build_msa`);
+2. that MSA's PSSM scores the learned candidates and the database's best
+   :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``);
+3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
+   learned ranking too;
+4. each target's value is the weighted geometric mean of its learned and PSSM E-values
+   (:data:`WEIGHT` on the learned one; a target the PSSM round did not score takes that round's
+   largest E-value, as :func:`homalign.search.hits.fuse_hits` does).
+
+:func:`profile_search` is the whole search (steps 1-4, then the E-value cut and the hits'
+learned alignments); :func:`search_one` runs it where it applies (:func:`wanted`) and the plain
+engine (:func:`homalign.search.engine.search`) otherwise: every one-query search of the
+package's API, CLI, worker processes and benchmark goes through it. A fusion's own list
+(``candidates=``) and a database shard (``db_size=``) stay plain, as does a database's
+intermediate-sequence search (its neighbour lists are used only without the round).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from homalign.sequence import Sequence
+
+#: a learned search runs the round unless told not to (dev superfamily 0.252 -> 0.273)
+BY_DEFAULT = True
+#: PSI-BLAST's inclusion E-value for the MSA (1e-2 ranked held-out queries within noise)
+INCLUSION_EVALUE = 1e-3
+#: the PSSM scores the database's best 300 by Smith-Waterman score besides the learned ones
+PSSM_CANDIDATES = 300
+#: the PSSM round's best 20 outside the learned candidates join the learned ranking
+EXTRA_CANDIDATES = 20
+#: weight of the learned ln E against the PSSM round's (0.4 and 0.7 ranked lower, held-out)
+WEIGHT = 0.5
+MATRIX, GAP_OPEN, GAP_EXTEND = "BLOSUM62", 11.0, 1.0
+
+
+def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(targets, E-values) of the query's one-round PSSM over ``cand`` (the learned search's
+    candidates) and the database's best :data:`PSSM_CANDIDATES` by Smith-Waterman score,
+    best first (ties by target index)."""
+    import math
+
+    from homalign.methods.profile import ProteinRep
+    from homalign.profile.profile import Profile
+    from homalign.search.engine import best_by_sw, search
+    from homalign.search.msa_build import build_msa
+    from homalign.stats import karlin_altschul
+
+    cand = np.asarray(cand, dtype=np.int64)
+    msa = build_msa(q, db, 1, inclusion_evalue=INCLUSION_EVALUE, candidates=cand,
+                    matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+    rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX))
+    wider = best_by_sw(q, db, np.arange(len(db), dtype=np.int64), PSSM_CANDIDATES)
+    hits = search(q, db, method="pssm", evalue=math.inf, max_hits=None,
+                  candidates=np.union1d(wider, cand), traceback=False, query_rep=rep,
+                  params=karlin_altschul(MATRIX, GAP_OPEN, GAP_EXTEND), matrix=MATRIX,
+                  gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+    return (np.array([h.target_index for h in hits], dtype=np.int64),
+            np.array([h.evalue for h in hits], dtype=np.float64))
+
+
+def wanted(method: str, options: Mapping[str, Any]) -> bool:
+    """Whether a search of ``method`` with ``options`` (the engine's keywords and
+    ``profile_round``: True, False or None for :data:`BY_DEFAULT`) runs the round: a method with
+    a batched ranking (``learned``) that picks its own candidates. ValueError when asked for
+    where it cannot run."""
+    from homalign.search.engine import batched_ranking
+
+    flag = options.get("profile_round")
+    own = (batched_ranking(method) is not None and options.get("candidates") is None
+           and options.get("db_size") is None)
+    if flag is None:
+        return BY_DEFAULT and own
+    if flag and not own:
+        raise ValueError("profile_round needs a method with a learned ranking (learned) that "
+                         "picks its own candidates (no candidates=, no db_size=)")
+    return bool(flag)
+
+
+def search_one(query: Sequence | str, db: Any, method: str = "sw", **options: Any) -> list:
+    """One query's hits: :func:`profile_search` where the round applies (:func:`wanted`), else
+    :func:`homalign.search.engine.search`; ``profile_round`` is taken out of ``options``."""
+    from homalign.search.engine import search
+
+    options = dict(options)
+    if wanted(method, options):
+        options.pop("profile_round", None)
+        return profile_search(query, db, method, **options)
+    options.pop("profile_round", None)
+    return search(query, db, method, **options)
+
+
+def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
+                   evalue: float = 10.0, max_hits: int | None = 500, traceback: bool = True,
+                   calibrated: bool = True, prefilter: bool = True,
+                   prefilter_options: dict[str, Any] | None = None,
+                   rescore: int | None | str = "default", max_query_length: int | None = None,
+                   target_reps: Any = None, neighbours: bool = True,
+                   **method_options: Any) -> list:
+    """The learned search with its PSSM round (module docstring), the hits ranked as
+    :func:`homalign.search.engine.search` ranks them: by the fused value (with the shipped
+    ``METHOD+profile`` tail calibration unless ``calibrated`` is False; bits from it), then
+    score, then database order; those with E <= ``evalue``, at most ``max_hits``, traced back
+    with the method's own alignments. ``neighbours`` is accepted and unused."""
+    import math
+
+    from homalign.search.database import SequenceDB, open_database
+    from homalign.search.engine import MAX_QUERY_LENGTH, candidates_of, check_query, search
+    from homalign.search.hits import Hit, rank_hits
+    from homalign.search.tail_calibration import bits_from_evalue, calibration_for
+
+    del neighbours
+    if evalue <= 0:
+        raise ValueError(f"evalue must be positive, got {evalue}")
+    q = check_query(query, MAX_QUERY_LENGTH if max_query_length is None else max_query_length)
+    if not isinstance(db, SequenceDB):
+        db = open_database(db)
+    cand = candidates_of(q, db, method, prefilter=prefilter, prefilter_options=prefilter_options,
+                         rescore=rescore, method_options=method_options)
+    if len(cand) == 0:
+        return []
+    targets, pssm = pssm_round(q, db, cand)
+    cand = np.concatenate((cand, extra_targets(targets, cand)))
+    own = search(q, db, method, evalue=math.inf, max_hits=None, candidates=cand,
+                 traceback=False, calibrated=False, target_reps=target_reps, **method_options)
+    idx = np.array([h.target_index for h in own], dtype=np.int64)
+    fused = fused_evalues(idx, np.array([h.evalue for h in own], dtype=np.float64), targets,
+                          pssm)
+    tail = calibration_for(f"{method}+profile") if calibrated else None
+    if tail is not None:
+        fused = tail.evalues(fused, len(db))
+    bits = bits_from_evalue(fused, len(q), db.total_length)
+    hits = rank_hits(Hit(h.query_id, h.target_id, h.target_index, h.score, float(b), float(e))
+                     for h, e, b in zip(own, fused.tolist(), bits.tolist(), strict=True))
+    hits = [h for h in hits if h.evalue <= evalue][:max_hits]
+    if not traceback or not hits:
+        return hits
+    keep = np.array([h.target_index for h in hits], dtype=np.int64)
+    traced = {h.target_index: h.alignment
+              for h in search(q, db, method, evalue=math.inf, max_hits=None, candidates=keep,
+                              target_reps=target_reps, **method_options)}
+    for h in hits:
+        h.alignment = traced[h.target_index]
+        h.alignment.evalue, h.alignment.bits = h.evalue, h.bits
+    return hits
+
+
+def extra_targets(targets: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """The best :data:`EXTRA_CANDIDATES` of the PSSM round's ``targets`` (best first) that are
+    not among ``cand``."""
+    return targets[~np.isin(targets, cand)][:EXTRA_CANDIDATES]
+
+
+def fused_evalues(cand: np.ndarray, learned: np.ndarray, targets: np.ndarray,
+                  pssm: np.ndarray) -> np.ndarray:
+    """``exp(WEIGHT ln E_learned + (1 - WEIGHT) ln E_pssm)`` of each of ``cand`` (E-values
+    floored at 1e-300; a target the PSSM round did not score takes its largest E-value).
+
+    >>> fused_evalues(np.array([3, 5]), np.array([1e-4, 1.0]), np.array([5]), np.array([1e-2]))
+    array([0.001, 0.1  ])
+    """
+    floor = 1e-300
+    worst = float(pssm.max()) if len(pssm) else 1.0
+    lookup = dict(zip(targets.tolist(), pssm.tolist(), strict=True))
+    p = np.array([lookup.get(int(t), worst) for t in cand], dtype=np.float64)
+    return np.exp(WEIGHT * np.log(np.maximum(learned, floor))
+                  + (1.0 - WEIGHT) * np.log(np.maximum(p, floor)))
+
+
+__all__ = ["BY_DEFAULT", "EXTRA_CANDIDATES", "INCLUSION_EVALUE", "PSSM_CANDIDATES", "WEIGHT",
+           "extra_targets", "fused_evalues", "profile_search", "pssm_round", "search_one",
+           "wanted"]

@@ -1,0 +1,132 @@
+"""``homalign.search(..., method="learned")``: the learned ranking fused with one light PSSM
+round (:mod:`homalign.search.profile_round`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import homalign
+from homalign.cli import main as cli
+from homalign.search import SequenceDB, engine, profile_round, search
+from homalign.sequence import Sequence
+from proteins import mutate, random_protein
+
+
+@pytest.fixture(scope="module")
+def db_and_query() -> tuple[SequenceDB, Sequence]:
+    rng = np.random.default_rng(5)
+    query = random_protein(rng, 110)
+    seqs = [Sequence(f"homolog{k}", mutate(rng, query, 0.3 + 0.1 * k)) for k in range(4)]
+    seqs += [Sequence(f"random{k}", random_protein(rng, int(rng.integers(70, 180))))
+             for k in range(30)]
+    return SequenceDB.from_sequences(seqs), Sequence("query", query)
+
+
+def test_fused_evalues_are_weighted_geometric_means() -> None:
+    cand = np.array([4, 7, 9])
+    learned = np.array([1e-6, 1e-2, 0.0])
+    fused = profile_round.fused_evalues(cand, learned, np.array([9, 4]), np.array([1e-4, 1e-2]))
+    w = profile_round.WEIGHT
+    assert fused[0] == pytest.approx(math.exp(w * math.log(1e-6) + (1 - w) * math.log(1e-2)))
+    # a target the PSSM round did not score takes its largest E-value
+    assert fused[1] == pytest.approx(math.exp(w * math.log(1e-2) + (1 - w) * math.log(1e-2)))
+    # E-values are floored at 1e-300 before the logarithm
+    assert fused[2] == pytest.approx(math.exp(w * math.log(1e-300) + (1 - w) * math.log(1e-4)))
+
+
+def test_profile_round_fuses_learned_and_pssm_evalues_and_adds_the_pssm_best(
+        db_and_query, monkeypatch) -> None:
+    """Each hit's value is the fusion of its learned E-value (from its own pair) and the PSSM
+    round's; the PSSM's best targets outside the learned candidates join the ranking."""
+    db, query = db_and_query
+    monkeypatch.setattr(engine, "LEARNED_RESCORE", 8)
+    monkeypatch.setattr(profile_round, "EXTRA_CANDIDATES", 3)
+    hits = homalign.search(query, db, "learned", profile_round=True, evalue=math.inf,
+                           max_hits=None, traceback=False, calibrated=False)
+    cand = engine.candidates_of(query, db, "learned")
+    assert len(cand) == 8
+    targets, pssm = profile_round.pssm_round(query, db, cand)
+    assert set(targets.tolist()) == set(range(len(db)))  # 34 targets: the PSSM scores them all
+    extra = profile_round.extra_targets(targets, cand)
+    assert len(extra) == 3 and not np.isin(extra, cand).any()
+    own = search(query, db, "learned", candidates=np.concatenate((cand, extra)),
+                 evalue=math.inf, max_hits=None, traceback=False, calibrated=False)
+    idx = np.array([h.target_index for h in own])
+    want = dict(zip(idx.tolist(), profile_round.fused_evalues(
+        idx, np.array([h.evalue for h in own]), targets, pssm).tolist(), strict=True))
+    assert {h.target_index for h in hits} == set(want)
+    for h in hits:
+        assert h.evalue == pytest.approx(want[h.target_index], rel=1e-12)
+    assert all(a.evalue <= b.evalue for a, b in zip(hits, hits[1:], strict=False))
+    assert hits[0].target_id.startswith("homolog")
+
+
+def test_profile_round_hits_keep_learned_alignments_and_consistent_bits(db_and_query) -> None:
+    from homalign.search.tail_calibration import bits_from_evalue
+
+    db, query = db_and_query
+    hits = homalign.search(query, db, "learned", evalue=10.0, max_hits=3)
+    plain = {h.target_id: h for h in search(query, db, "learned", evalue=math.inf,
+                                            max_hits=None)}  # the engine: plain ranking
+    assert hits
+    for h in hits:
+        assert h.alignment is not None and h.alignment.method == "learned"
+        np.testing.assert_array_equal(h.alignment.pairs, plain[h.target_id].alignment.pairs)
+        assert h.alignment.evalue == h.evalue
+        assert h.bits == pytest.approx(float(bits_from_evalue(
+            np.array([h.evalue]), len(query), db.total_length)[0]))
+
+
+def test_a_learned_search_runs_the_round_by_default(db_and_query) -> None:
+    db, query = db_and_query
+    default = homalign.search(query, db, "learned", evalue=math.inf, max_hits=None,
+                              traceback=False)
+    fused = homalign.search(query, db, "learned", profile_round=True, evalue=math.inf,
+                            max_hits=None, traceback=False)
+    plain = homalign.search(query, db, "learned", profile_round=False, evalue=math.inf,
+                            max_hits=None, traceback=False)
+    assert [(h.target_index, h.evalue) for h in default] == [
+        (h.target_index, h.evalue) for h in fused]
+    assert [h.evalue for h in default] != [h.evalue for h in plain]
+    # the engine is one pass: the plain ranking, as a fusion's own list (candidates=) is too
+    engine_hits = search(query, db, "learned", evalue=math.inf, max_hits=None, traceback=False)
+    assert [(h.target_index, h.evalue) for h in engine_hits] == [
+        (h.target_index, h.evalue) for h in plain]
+    idx = np.array(sorted(h.target_index for h in plain))
+    listed = homalign.search(query, db, "learned", candidates=idx, evalue=math.inf,
+                             max_hits=None, traceback=False)
+    assert [(h.target_index, h.evalue) for h in listed] == [
+        (h.target_index, h.evalue) for h in plain]
+
+
+def test_profile_round_is_for_a_learned_ranking_on_its_own_candidates(db_and_query) -> None:
+    db, query = db_and_query
+    with pytest.raises(ValueError, match="profile_round"):
+        homalign.search(query, db, "sw", profile_round=True)
+    with pytest.raises(ValueError, match="profile_round"):
+        homalign.search(query, db, "learned", profile_round=True, candidates=np.arange(5))
+    with pytest.raises(ValueError, match="profile_round"):
+        homalign.search(query, db, "learned", profile_round=True, iterations=2)
+    assert homalign.search(query, db, "sw", profile_round=False)  # the plain engine
+
+
+def test_cli_profile_round_matches_the_api_and_refuses_iterations(db_and_query, tmp_path,
+                                                                   capsys) -> None:
+    db, query = db_and_query
+    qf, dbf = tmp_path / "q.fa", tmp_path / "db.fa"
+    qf.write_text(f">query\n{query.residues}\n")
+    dbf.write_text("".join(f">{db.ids[k]}\n{db.sequence(k).residues}\n" for k in range(len(db))))
+    assert cli(["search", str(qf), str(dbf), "--method", "learned", "--profile-round",
+                "--outfmt", "6 qseqid sseqid evalue", "-o", str(tmp_path / "out.tsv"),
+                "--no-progress"]) == 0
+    lines = [ln.split("\t") for ln in (tmp_path / "out.tsv").read_text().splitlines()]
+    api = homalign.search(query, SequenceDB.from_fasta(dbf), "learned", traceback=False)
+    assert [r[1] for r in lines] == [h.target_id for h in api]
+    # (E-values printed with two significant digits, as BLAST does)
+    assert [float(r[2]) for r in lines] == pytest.approx([h.evalue for h in api], rel=0.03)
+    assert cli(["search", str(qf), str(dbf), "--method", "learned", "--profile-round",
+                "--iterations", "2"]) == 2
+    assert "profile-round is for --method learned" in capsys.readouterr().err
