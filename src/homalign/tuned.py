@@ -164,7 +164,8 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
         Tuned("homalign.search.profile_round:PSSM_CANDIDATES", 300,
               f"563 {_HELDOUT_QUERIES} (210 scored): superfamily / family 0.1197 / 0.4919 "
               "(learned) -> 0.1331 / 0.4988 (bootstrap 95% superfamily +0.007 .. +0.021) at "
-              "1.45x learned's time; the PSSM over the 80 learned candidates only 0.1275 / 0.4982 "
+              "1.45x learned's time (the MSA's round by SW instead of the query's one-sequence "
+              "PSSM, as shipped: 0.1328 / 0.4984, ~3 ms a query less); the PSSM over the 80 learned candidates only 0.1275 / 0.4982 "
               "(1.26x), over the best 1,000 0.1284 / 0.4987 (1.6x), with 40 extra 0.1352 / "
               "0.5001 (1.7x)",
               "benchmarks/research/profile_round_tune.py --settings 300:20:1e-3:0.5,"

@@ -6,8 +6,9 @@ its positions vary. A learned search (``search(..., method="learned")``, ``homal
 ``--no-profile-round``: without it), at a fraction of an iterative search's cost:
 
 1. the learned search's own candidates (the database's best 80 by Smith-Waterman score) are
-   searched once with the query's PSSM, and those with E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's
-   inclusion threshold) form the query's MSA (:func:`homalign.search.msa_build.build_msa`);
+   searched with Smith-Waterman (BLOSUM62 11/1, as a first PSI-BLAST round), and those with
+   E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's inclusion threshold) form the query's MSA
+   (:func:`homalign.search.msa_build.msa_from_alignments`);
 2. that MSA's PSSM scores the learned candidates and the database's best
    :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``);
 3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
@@ -55,12 +56,15 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> tuple[np.ndarray, np.n
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
     from homalign.search.engine import best_by_sw, search
-    from homalign.search.msa_build import build_msa
+    from homalign.search.msa_build import msa_from_alignments
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
-    msa = build_msa(q, db, 1, inclusion_evalue=INCLUSION_EVALUE, candidates=cand,
-                    matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+    # the MSA: Smith-Waterman hits (the 16-lane traceback), as a first PSI-BLAST round ranks
+    inc = search(q, db, method="sw", evalue=INCLUSION_EVALUE, max_hits=None, candidates=cand,
+                 matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+    msa = msa_from_alignments(q, [h.alignment for h in inc if h.alignment is not None
+                                  and h.target_id != q.id and h.alignment.length])
     rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX))
     wider = best_by_sw(q, db, np.arange(len(db), dtype=np.int64), PSSM_CANDIDATES)
     hits = search(q, db, method="pssm", evalue=math.inf, max_hits=None,
