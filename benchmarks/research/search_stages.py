@@ -5,7 +5,8 @@
 
 One thread (numba, BLAS), every query through ``homalign.search`` (tracebacks of the hits with
 E <= 10) after one warm-up query; prints milliseconds a query for the Smith-Waterman stage, the
-batched learned ranking and its parts, and the tracebacks' parts. The stages nest (``scores``
+batched learned ranking and its parts (its 20 extra targets included), the profile round's MSA
+and PSSM pass, and the tracebacks' parts. The stages nest (``scores``
 holds ``bilinear_exp``; the ranking holds ``scores``), so the rows do not add up.
 """
 
@@ -21,6 +22,7 @@ STAGES = [("homalign.search.engine", None, "best_by_sw", "candidates: ungapped, 
           ("homalign.search.engine", None, "ungapped_scores", "  ungapped, every target"),
           ("homalign.search.engine", None, "sw_scores", "  SW of the best 1,000"),
           ("homalign.search.engine", None, "_batched_scores", "learned ranking"),
+          ("homalign.search.profile_round", None, "pssm_round", "profile round: SW MSA, PSSM pass"),
           ("homalign.model.ranking", "RankingModel", "scores", "  ranking scores"),
           ("homalign.model.ranking", None, "bilinear_exp", "    A E^T and exp"),
           ("homalign.model.ranking", None, "local_forward_batch", "    16-lane forward"),

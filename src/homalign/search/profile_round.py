@@ -120,8 +120,15 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
     with the method's own alignments. ``neighbours`` is accepted and unused."""
     import math
 
+    from homalign.methods import get_method
     from homalign.search.database import SequenceDB, open_database
-    from homalign.search.engine import MAX_QUERY_LENGTH, candidates_of, check_query, search
+    from homalign.search.engine import (
+        MAX_QUERY_LENGTH,
+        SEARCH_KEYWORDS,
+        candidates_of,
+        check_query,
+        search,
+    )
     from homalign.search.hits import Hit, rank_hits
     from homalign.search.tail_calibration import bits_from_evalue, calibration_for
 
@@ -151,13 +158,22 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
     hits = [h for h in hits if h.evalue <= evalue][:max_hits]
     if not traceback or not hits:
         return hits
-    keep = np.array([h.target_index for h in hits], dtype=np.int64)
-    traced = {h.target_index: h.alignment
-              for h in search(q, db, method, evalue=math.inf, max_hits=None, candidates=keep,
-                              target_reps=target_reps, **method_options)}
-    for h in hits:
-        h.alignment = traced[h.target_index]
-        h.alignment.evalue, h.alignment.bits = h.evalue, h.bits
+    m = get_method(method)
+    if m.align_hits is not None and method_options.get("query_rep") is None:
+        # as the engine traces its hits: one call, with their own scores
+        opts = {**m.defaults, **{k: v for k, v in method_options.items()
+                                 if k not in SEARCH_KEYWORDS}}
+        alns = m.align_hits(q, [db.sequence(h.target_index) for h in hits],
+                            np.array([h.score for h in hits], dtype=np.float64), **opts)
+    else:
+        keep = np.array([h.target_index for h in hits], dtype=np.int64)
+        traced = {h.target_index: h.alignment
+                  for h in search(q, db, method, evalue=math.inf, max_hits=None,
+                                  candidates=keep, target_reps=target_reps, **method_options)}
+        alns = [traced[h.target_index] for h in hits]
+    for h, aln in zip(hits, alns, strict=True):
+        h.alignment = aln
+        aln.evalue, aln.bits = h.evalue, h.bits
     return hits
 
 
