@@ -130,3 +130,27 @@ def test_cli_profile_round_matches_the_api_and_refuses_iterations(db_and_query, 
     assert cli(["search", str(qf), str(dbf), "--method", "learned", "--profile-round",
                 "--iterations", "2"]) == 2
     assert "profile-round is for --method learned" in capsys.readouterr().err
+
+
+def test_homology_benchmark_runs_learned_with_and_without_the_round(tmp_path) -> None:
+    """``benchmark homology``: ``learned`` is the default search (its PSSM round), and
+    ``--no-profile-round`` ranks with the learned scores alone (the engine's one pass)."""
+    from homalign.evaluate.homology import run_homalign_method
+
+    rng = np.random.default_rng(3)
+    base = random_protein(rng, 100)
+    seqs = [Sequence(f"q{k}", mutate(rng, base, 0.3)) for k in range(3)]
+    seqs += [Sequence(f"r{k}", random_protein(rng, 90)) for k in range(20)]
+    db = SequenceDB.from_sequences(seqs)
+    ids = ["q0", "q1"]
+    default = run_homalign_method("learned", ids, db, progress=False)
+    plain = run_homalign_method("learned", ids, db, progress=False, profile_round=False)
+    for q in ids:
+        want_default = homalign.search(db.sequence(db.index_of(q)), db, "learned",
+                                       evalue=1e9, max_hits=2000, traceback=False)
+        want_plain = search(db.sequence(db.index_of(q)), db, "learned", evalue=1e9,
+                            max_hits=2000, traceback=False)
+        assert [(t, e) for t, _s, e in default[q]] == [(h.target_id, h.evalue)
+                                                       for h in want_default]
+        assert [(t, e) for t, _s, e in plain[q]] == [(h.target_id, h.evalue) for h in want_plain]
+    assert default != plain

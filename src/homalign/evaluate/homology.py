@@ -520,7 +520,8 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
                   threads: int = 2, limit: int | None = None, progress: bool = True,
                   method_options: dict[str, Any] | None = None,
                   peer_evalue: float = 10.0,
-                  target_msa: str | Path | None = None) -> list[dict[str, Any]]:
+                  target_msa: str | Path | None = None,
+                  profile_round: bool | None = None) -> list[dict[str, Any]]:
     """Run every method, write ``summary.csv``, ``per_query.csv``, ``precision_recall.csv``,
     ``hits/<method>.tsv`` and the plots into ``out``; returns the summary rows.
 
@@ -531,7 +532,9 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
     database (a FASTA database's learned embeddings, as blastp's includes ``makeblastdb``).
 
     ``METHOD@N+msadb`` runs ``METHOD@N`` with the MSA database ``target_msa`` (the
-    ``target_msa=`` of :func:`homalign.search.iterative.iterative_search`)."""
+    ``target_msa=`` of :func:`homalign.search.iterative.iterative_search`). ``profile_round``
+    (None: the default) goes to the single-pass homalign methods (``learned``: False ranks
+    without the PSSM round, :mod:`homalign.search.profile_round`)."""
     from homalign.search import SequenceDB
     from homalign.threads import set_threads
 
@@ -565,7 +568,7 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
                 return _run_method(method, qs, db, plain_db, Path(tmp) / tag, threads=threads,
                                    prefilter=prefilter, max_hits=max_hits, progress=progress,
                                    peer_evalue=peer_evalue, target_msa=target_msa,
-                                   method_options=method_options)
+                                   method_options=method_options, profile_round=profile_round)
 
             start = time.perf_counter()
             run(queries[:1], f"{method}-warmup")  # untimed: JIT compilation, page cache
@@ -596,9 +599,11 @@ def run_benchmark(db_fasta: str | Path, query_list: str | Path, methods: Sequenc
 def _run_method(method: str, queries: Sequence[str], db: Any, plain_db: Path, work: Path, *,
                 threads: int, prefilter: bool, max_hits: int, progress: bool,
                 peer_evalue: float, target_msa: str | Path | None,
-                method_options: dict[str, Any] | None) -> dict[str, list[tuple[str, float, float]]]:
+                method_options: dict[str, Any] | None, profile_round: bool | None = None
+                ) -> dict[str, list[tuple[str, float, float]]]:
     """One method's hits for ``queries``: a peer (its files under ``work``), ``METHOD@N+msadb``
-    or a homalign method (``threads`` query-parallel workers)."""
+    or a homalign method (``threads`` query-parallel workers; ``profile_round`` for a
+    single-pass one)."""
     if method in PEERS:
         return run_peer(method, queries, db, plain_db, work, threads=threads,
                         max_targets=max_hits, evalue=peer_evalue)
@@ -608,6 +613,8 @@ def _run_method(method: str, queries: Sequence[str], db: Any, plain_db: Path, wo
         return run_homalign_method(method[: -len(MSADB_SUFFIX)], queries, db,
                                    prefilter=prefilter, max_hits=max_hits, progress=progress,
                                    target_msa=str(target_msa), **(method_options or {}))
+    if profile_round is not None and "@" not in method:  # iterative searches: rounds of their own
+        method_options = {**(method_options or {}), "profile_round": profile_round}
     return run_homalign_method(method, queries, db, prefilter=prefilter, max_hits=max_hits,
                                progress=progress, workers=threads, **(method_options or {}))
 
@@ -724,6 +731,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MSA database of --db (homalign makemsa) for METHOD@N+msadb methods "
                         "(hhm@3+msadb: HHblits class; learned@3+msadb: learned fused with it)")
     p.add_argument("--exhaustive", action="store_true", help="homalign methods: no prefilter")
+    p.add_argument("--no-profile-round", dest="profile_round", action="store_false",
+                   default=None, help="single-pass learned: its ranking alone, without the "
+                                      "PSSM round (homalign search --no-profile-round)")
     p.add_argument("--max-hits", type=int, default=2000,
                    help="ranking depth per query, also the peers' max target count (2000)")
     p.add_argument("--limit", type=int, default=None, metavar="N",
@@ -750,5 +760,5 @@ def run_cli(args: argparse.Namespace) -> int:
     run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
                   max_hits=args.max_hits, threads=_threads(args.threads), limit=args.limit,
                   progress=not args.no_progress and sys.stderr.isatty(), peer_evalue=args.peer_evalue,
-                  target_msa=args.target_msa)
+                  target_msa=args.target_msa, profile_round=args.profile_round)
     return 0
