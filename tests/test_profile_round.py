@@ -25,6 +25,13 @@ def db_and_query() -> tuple[SequenceDB, Sequence]:
     return SequenceDB.from_sequences(seqs), Sequence("query", query)
 
 
+def test_the_module_example_holds() -> None:
+    import doctest
+
+    failed, tried = doctest.testmod(profile_round)
+    assert tried >= 1 and failed == 0
+
+
 def test_fused_evalues_are_weighted_geometric_means() -> None:
     cand = np.array([4, 7, 9])
     learned = np.array([1e-6, 1e-2, 0.0])

@@ -1,7 +1,7 @@
 """One light PSSM round inside a learned search: the query's family profile as second evidence.
 
 The learned ranking sees one sequence; a profile of the query's clear homologues sees which of
-its positions vary. A learned search (``search(..., method="learned")``, ``homalign search
+its positions vary. A learned search (``homalign.search(..., method="learned")``, ``homalign search
 --method learned``) adds that evidence by default (:data:`BY_DEFAULT`; ``profile_round=False``,
 ``--no-profile-round``: without it), at a fraction of an iterative search's cost:
 
@@ -34,7 +34,7 @@ import numpy as np
 
 from homalign.sequence import Sequence
 
-#: a learned search runs the round unless told not to (dev superfamily 0.252 -> 0.273)
+#: a learned search runs the round unless told not to (dev superfamily 0.252 -> 0.274)
 BY_DEFAULT = True
 #: PSI-BLAST's inclusion E-value for the MSA (1e-2 ranked held-out queries within noise)
 INCLUSION_EVALUE = 1e-3
