@@ -58,9 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "fused with the last PSSM round's")
     p.add_argument("--profile-round", action=argparse.BooleanOptionalAction, default=None,
                    help="learned: fuse the ranking with one light PSSM round (an MSA of its "
-                        "candidates with E <= 1e-3, its PSSM over them and the database's best "
-                        "300 by SW; default on, ~1.5x the time of --no-profile-round, more "
-                        "sensitive); --no-profile-round also uses makedb --neighbours lists")
+                        "candidates' SW hits at E <= 1e-3, its PSSM over them and the "
+                        "database's best 300 by SW; default on, ~1.5x the time of "
+                        "--no-profile-round, more sensitive); --no-profile-round also uses "
+                        "makedb --neighbours lists")
     p.add_argument("--target-msa", default=None, metavar="MSADB",
                    help="an MSA database of DB (homalign makemsa): the query's MSA also scores "
                         "every candidate's own MSA (HHsearch-class hhm score); with --method hhm "
