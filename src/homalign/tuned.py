@@ -167,9 +167,10 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "1.45x learned's time (the MSA's round by SW instead of the query's one-sequence "
               "PSSM, as shipped: 0.1328 / 0.4984, ~3 ms a query less); the PSSM over the 80 learned candidates only 0.1275 / 0.4982 "
               "(1.26x), over the best 1,000 0.1284 / 0.4987 (1.6x), with 40 extra 0.1352 / "
-              "0.5001 (1.7x)",
+              "0.5001 (1.7x); over the best 150 (20 extra) 0.1299 / 0.4967, the best 200 with "
+              "10 extra 0.1308 / 0.4976, at 0.97x / 0.91x the time of 300 / 20 in one run",
               "benchmarks/research/profile_round_tune.py --settings 300:20:1e-3:0.5,"
-              "80:0:1e-3:0.5,1000:0:1e-3:0.5,1000:40:1e-3:0.5",
+              "80:0:1e-3:0.5,1000:0:1e-3:0.5,1000:40:1e-3:0.5,150:20:1e-3:0.5,200:10:1e-3:0.5",
               "A learned search fuses its ranking with one light PSSM round by default"),
         Tuned("homalign.search.profile_round:EXTRA_CANDIDATES", 20,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1284 (none, PSSM over 1,000) -> 0.1341 "
