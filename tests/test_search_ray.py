@@ -62,15 +62,20 @@ def test_ray_learned_and_iterative_searches_identical_to_single_process(tmp_path
     db = open_database(makedb(fasta, tmp_path / "db"))  # workers memory-map it from disk
     kw = {"evalue": 10.0, "max_hits": 5}
     learned = search_many(queries, db, "learned", progress=False, **kw)
+    plain = search_many(queries, db, "learned", progress=False, profile_round=False, **kw)
     iterative = [(q, iterative_search(q, db, 2, "sw", **kw)) for q in queries[:3]]
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         by_queries = search_ray(queries, db, "learned", workers=2, shard="queries", **kw)
+        # the default learned search (its PSSM round) shards the queries even when asked for db
         by_db = search_ray(queries, db, "learned", workers=2, shard="db", **kw)
+        plain_by_db = search_ray(queries, db, "learned", workers=2, shard="db",
+                                 profile_round=False, **kw)
         it_ray = search_ray(queries[:3], db, "sw", workers=2, iterations=2, **kw)
     finally:
         ray.shutdown()
     assert _key(by_queries) == _key(learned)
     assert _key(by_db) == _key(learned)
+    assert _key(plain_by_db) == _key(plain) != _key(learned)
     assert _key(it_ray) == _key(iterative)
     assert any(h.target_id == q.id for q, hits in learned for h in hits)
