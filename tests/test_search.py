@@ -326,3 +326,30 @@ def test_best_n_keeps_the_first_n_of_a_stable_descending_sort() -> None:
         ref = np.zeros(len(values), dtype=bool)
         ref[np.argsort(-values, kind="stable")[:n]] = True
         np.testing.assert_array_equal(best_n(values, n), ref)
+
+
+def test_traced_hits_of_a_pair_scoring_method_equal_per_pair_alignments(monkeypatch) -> None:
+    """A method that scores pairs (``pssm`` with a query profile) has its hits traced back in
+    batches of ``align_batch`` calls: each equals ``dp.align`` of that pair's scores."""
+    from homalign.dp import align
+    from homalign.methods import get_method
+    from homalign.methods.profile import ProteinRep
+    from homalign.profile.profile import Profile
+    from homalign.search import engine
+
+    rng = np.random.default_rng(8)
+    seqs = [Sequence(f"t{k}", r) for k, r in enumerate(random_sequences(40, rng, 60, 160))]
+    query = Sequence("q", seqs[0].residues[10:120])
+    db = SequenceDB.from_sequences(seqs)
+    rep = ProteinRep(query, source=Profile.from_sequence(query, pseudocounts="matrix",
+                                                         matrix="BLOSUM62"))
+    monkeypatch.setattr(engine, "TRACE_BATCH", 7)  # several batches
+    hits = search(query, db, method="pssm", evalue=1e9, max_hits=None, prefilter=False,
+                  query_rep=rep)
+    assert len(hits) > 14
+    m = get_method("pssm")
+    for h in hits:
+        ps = m.score(rep, m.prepare(db.sequence(h.target_index), role="target"))
+        want = align(ps.S, ps.gaps, mode=ps.mode)
+        np.testing.assert_array_equal(h.alignment.pairs, want.pairs)
+        assert h.alignment.score == pytest.approx(float(want.score))

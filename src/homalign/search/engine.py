@@ -266,19 +266,33 @@ def best_by_sw(q: Sequence, db: SequenceDB, cand: np.ndarray, n: int) -> np.ndar
     return np.sort(cand[pool[best_n(sw, n)]])
 
 
-def _traceback(method: Method, query: Sequence, qrep: Any, reps: TargetReps, t: int,
-               options: dict[str, Any]) -> Alignment:
-    from homalign.dp import align as dp_align
+#: hits traced back per ``align_batch`` call (their score matrices are held at once)
+TRACE_BATCH = 64
 
-    target = reps.db.sequence(t)
-    if method.align_prepared is not None:
-        return method.align_prepared(query, target, qrep, reps.get(t), **options)
+
+def _tracebacks(method: Method, query: Sequence, qrep: Any, reps: TargetReps,
+                targets: list[int], options: dict[str, Any]) -> dict[int, Alignment]:
+    """The alignment of the query with each of ``targets`` for a method that scores pairs
+    (``Method.score``, no ``align_prepared``): the pairs' scores one by one, their DPs in one
+    :func:`homalign.dp.batch.align_batch` call per :data:`TRACE_BATCH` (and mode), the same
+    alignments as per-pair :func:`homalign.dp.align`."""
+    from homalign.dp.batch import align_batch
+
     assert method.score is not None
-    ps = method.score(qrep, reps.get(t), **options)
-    res = dp_align(ps.S, ps.gaps, mode=ps.mode)
-    return Alignment(query_id=query.id, target_id=target.id, query=query.residues,
-                     target=target.residues, pairs=res.pairs, score=float(res.score),
-                     method=method.name)
+    out: dict[int, Alignment] = {}
+    for a in range(0, len(targets), TRACE_BATCH):
+        part = targets[a:a + TRACE_BATCH]
+        pss = [method.score(qrep, reps.get(t), **options) for t in part]
+        for mode in dict.fromkeys(ps.mode for ps in pss):
+            ks = [k for k, ps in enumerate(pss) if ps.mode == mode]
+            results = align_batch([pss[k].S for k in ks], [pss[k].gaps for k in ks], mode=mode)
+            for k, res in zip(ks, results, strict=True):
+                target = reps.db.sequence(part[k])
+                out[part[k]] = Alignment(query_id=query.id, target_id=target.id,
+                                         query=query.residues, target=target.residues,
+                                         pairs=res.pairs, score=float(res.score),
+                                         method=method.name)
+    return out
 
 
 def search(
@@ -410,11 +424,17 @@ def search(
         assert m.prepare is not None
         qrep = m.prepare(q, role="query", **opts)
     hits: list[Hit] = []
+    traced: dict[int, Alignment] = {}
+    if is_dp and m.align_prepared is None:
+        assert target_reps is not None
+        traced = _tracebacks(m, q, qrep, target_reps, [int(cand[n]) for n in order], opts)
     for n in order:
         t = int(cand[n])
-        if is_dp:
-            assert target_reps is not None
-            aln = _traceback(m, q, qrep, target_reps, t, opts)
+        if t in traced:
+            aln = traced[t]
+        elif is_dp:
+            assert target_reps is not None and m.align_prepared is not None
+            aln = m.align_prepared(q, db.sequence(t), qrep, target_reps.get(t), **opts)
         else:
             aln = peer_alns[t]
         aln.evalue = float(evals[n])
