@@ -25,25 +25,6 @@ def db_and_query() -> tuple[SequenceDB, Sequence]:
     return SequenceDB.from_sequences(seqs), Sequence("query", query)
 
 
-def test_the_module_example_holds() -> None:
-    import doctest
-
-    failed, tried = doctest.testmod(profile_round)
-    assert tried >= 1 and failed == 0
-
-
-def test_fused_evalues_are_weighted_geometric_means() -> None:
-    cand = np.array([4, 7, 9])
-    learned = np.array([1e-6, 1e-2, 0.0])
-    fused = profile_round.fused_evalues(cand, learned, np.array([9, 4]), np.array([1e-4, 1e-2]))
-    w = profile_round.WEIGHT
-    assert fused[0] == pytest.approx(math.exp(w * math.log(1e-6) + (1 - w) * math.log(1e-2)))
-    # a target the PSSM round did not score takes its largest E-value
-    assert fused[1] == pytest.approx(math.exp(w * math.log(1e-2) + (1 - w) * math.log(1e-2)))
-    # E-values are floored at 1e-300 before the logarithm
-    assert fused[2] == pytest.approx(math.exp(w * math.log(1e-300) + (1 - w) * math.log(1e-4)))
-
-
 def test_profile_round_fuses_learned_and_pssm_evalues_and_adds_the_pssm_best(
         db_and_query, monkeypatch) -> None:
     """Each hit's value is the fusion of its learned E-value (from its own pair) and the PSSM
@@ -55,16 +36,17 @@ def test_profile_round_fuses_learned_and_pssm_evalues_and_adds_the_pssm_best(
                            max_hits=None, traceback=False, calibrated=False)
     cand = engine.candidates_of(query, db, "learned")
     assert len(cand) == 8
-    targets, pssm = profile_round.pssm_round(query, db, cand)
-    assert set(targets.tolist()) == set(range(len(db)))  # 34 targets: the PSSM scores them all
-    extra = profile_round.extra_targets(targets, cand)
-    assert len(extra) == 3 and not np.isin(extra, cand).any()
+    pssm = {h.target_index: h.evalue for h in profile_round.pssm_round(query, db, cand)}
+    assert set(pssm) == set(range(len(db)))  # 34 targets: the PSSM scores them all
+    best = [t for t in sorted(pssm, key=lambda t: (pssm[t], t)) if t not in set(cand.tolist())]
+    extra = np.array(best[:3])
     own = search(query, db, "learned", candidates=np.concatenate((cand, extra)),
                  evalue=math.inf, max_hits=None, traceback=False, calibrated=False)
-    idx = np.array([h.target_index for h in own])
-    want = dict(zip(idx.tolist(), profile_round.fused_evalues(
-        idx, np.array([h.evalue for h in own]), targets, pssm).tolist(), strict=True))
-    assert {h.target_index for h in hits} == set(want)
+    w = profile_round.WEIGHT
+    want = {h.target_index: math.exp(w * math.log(h.evalue)
+                                     + (1 - w) * math.log(pssm[h.target_index])) for h in own}
+    assert len(want) == 11
+    assert {h.target_index for h in hits} == set(want)  # not the PSSM-only targets
     for h in hits:
         assert h.evalue == pytest.approx(want[h.target_index], rel=1e-12)
     assert all(a.evalue <= b.evalue for a, b in zip(hits, hits[1:], strict=False))

@@ -58,6 +58,13 @@ def a3m_row(aln: Alignment, query_length: int) -> tuple[str, list[str]]:
     return "".join(row), inserts
 
 
+def hit_alignments(query: Sequence, hits: list) -> list[Alignment]:
+    """The alignments of search ``hits`` that go into the query's MSA: not the query itself,
+    not empty."""
+    return [h.alignment for h in hits
+            if h.alignment is not None and h.target_id != query.id and h.alignment.length]
+
+
 def msa_from_alignments(query: Sequence, alignments: list[Alignment]):
     """An ``homalign.io.MSA`` (A3M insertions kept) of the query and its aligned hits."""
     from homalign.io import MSA
@@ -123,8 +130,7 @@ def build_msa(
         hits = search_fn(query, db, method="pssm", evalue=inclusion_evalue, max_hits=max_hits,
                          query_rep=rep, params=params, matrix=matrix,
                          gap_open=gap_open, gap_extend=gap_extend, **where)
-        alns = [h.alignment for h in hits
-                if h.alignment is not None and h.target_id != query.id and h.alignment.length]
+        alns = hit_alignments(query, hits)
         ids = {a.target_id for a in alns}
         msa = msa_from_alignments(query, alns)
         if ids <= included:
@@ -177,6 +183,7 @@ def cached_msa(query: Sequence, db: str | Path, iterations: int = 3, *,
 
 __all__ = [
     "DEFAULT_INCLUSION_EVALUE", "DEFAULT_MAX_CANDIDATES", "DEFAULT_MAX_HITS", "a3m_row", "build_msa",
+    "hit_alignments",
     "cache_dir", "cache_key", "cached_database", "cached_msa", "cached_msa_file", "cached_msa_path",
     "msa_from_alignments",
 ]

@@ -14,8 +14,7 @@ its positions vary. A learned search (``homalign.search(..., method="learned")``
 3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
    learned ranking too;
 4. each target's value is the weighted geometric mean of its learned and PSSM E-values
-   (:data:`WEIGHT` on the learned one; a target the PSSM round did not score takes that round's
-   largest E-value, as :func:`homalign.search.hits.fuse_hits` does).
+   (:func:`homalign.search.hits.fuse_hits`, :data:`WEIGHT` on the learned one).
 
 :func:`profile_search` is the whole search (steps 1-4, then the E-value cut and the hits'
 learned alignments); :func:`search_one` runs it where it applies (:func:`wanted`) and the plain
@@ -47,32 +46,29 @@ WEIGHT = 0.5
 MATRIX, GAP_OPEN, GAP_EXTEND = "BLOSUM62", 11.0, 1.0
 
 
-def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(targets, E-values) of the query's one-round PSSM over ``cand`` (the learned search's
-    candidates) and the database's best :data:`PSSM_CANDIDATES` by Smith-Waterman score,
-    best first (ties by target index)."""
+def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
+    """The hits (no alignments; best first) of the query's one-round PSSM over ``cand`` (the
+    learned search's candidates) and the database's best :data:`PSSM_CANDIDATES` by
+    Smith-Waterman score."""
     import math
 
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
     from homalign.search.engine import best_by_sw, search
-    from homalign.search.msa_build import msa_from_alignments
+    from homalign.search.msa_build import hit_alignments, msa_from_alignments
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
     # the MSA: Smith-Waterman hits (the 16-lane traceback), as a first PSI-BLAST round ranks
     inc = search(q, db, method="sw", evalue=INCLUSION_EVALUE, max_hits=None, candidates=cand,
                  matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
-    msa = msa_from_alignments(q, [h.alignment for h in inc if h.alignment is not None
-                                  and h.target_id != q.id and h.alignment.length])
+    msa = msa_from_alignments(q, hit_alignments(q, inc))
     rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX))
     wider = best_by_sw(q, db, np.arange(len(db), dtype=np.int64), PSSM_CANDIDATES)
-    hits = search(q, db, method="pssm", evalue=math.inf, max_hits=None,
+    return search(q, db, method="pssm", evalue=math.inf, max_hits=None,
                   candidates=np.union1d(wider, cand), traceback=False, query_rep=rep,
                   params=karlin_altschul(MATRIX, GAP_OPEN, GAP_EXTEND), matrix=MATRIX,
                   gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
-    return (np.array([h.target_index for h in hits], dtype=np.int64),
-            np.array([h.evalue for h in hits], dtype=np.float64))
 
 
 def wanted(method: str, options: Mapping[str, Any]) -> bool:
@@ -129,7 +125,7 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
         check_query,
         search,
     )
-    from homalign.search.hits import Hit, rank_hits
+    from homalign.search.hits import Hit, fuse_hits, rank_hits
     from homalign.search.tail_calibration import bits_from_evalue, calibration_for
 
     del neighbours
@@ -142,19 +138,21 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
                          rescore=rescore, method_options=method_options)
     if len(cand) == 0:
         return []
-    targets, pssm = pssm_round(q, db, cand)
-    cand = np.concatenate((cand, extra_targets(targets, cand)))
+    pssm = pssm_round(q, db, cand)
+    cand = np.concatenate((cand, extra_targets(pssm, cand)))
     own = search(q, db, method, evalue=math.inf, max_hits=None, candidates=cand,
                  traceback=False, calibrated=False, target_reps=target_reps, **method_options)
-    idx = np.array([h.target_index for h in own], dtype=np.int64)
-    fused = fused_evalues(idx, np.array([h.evalue for h in own], dtype=np.float64), targets,
-                          pssm)
+    # the targets the method scored; a PSSM-only one would have no learned score to rank by
+    scored = set(cand.tolist())
+    fused = [h for h in fuse_hits([own, pssm], [WEIGHT, 1.0 - WEIGHT])
+             if h.target_index in scored]
+    evals = np.array([h.evalue for h in fused], dtype=np.float64)
     tail = calibration_for(f"{method}+profile") if calibrated else None
     if tail is not None:
-        fused = tail.evalues(fused, len(db))
-    bits = bits_from_evalue(fused, len(q), db.total_length)
+        evals = tail.evalues(evals, len(db))
+    bits = bits_from_evalue(evals, len(q), db.total_length)
     hits = rank_hits(Hit(h.query_id, h.target_id, h.target_index, h.score, float(b), float(e))
-                     for h, e, b in zip(own, fused.tolist(), bits.tolist(), strict=True))
+                     for h, e, b in zip(fused, evals.tolist(), bits.tolist(), strict=True))
     hits = [h for h in hits if h.evalue <= evalue][:max_hits]
     if not traceback or not hits:
         return hits
@@ -177,28 +175,13 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
     return hits
 
 
-def extra_targets(targets: np.ndarray, cand: np.ndarray) -> np.ndarray:
-    """The best :data:`EXTRA_CANDIDATES` of the PSSM round's ``targets`` (best first) that are
+def extra_targets(pssm: list, cand: np.ndarray) -> np.ndarray:
+    """The best :data:`EXTRA_CANDIDATES` targets of the PSSM round's hits (best first) that are
     not among ``cand``."""
+    targets = np.array([h.target_index for h in pssm], dtype=np.int64)
     return targets[~np.isin(targets, cand)][:EXTRA_CANDIDATES]
 
 
-def fused_evalues(cand: np.ndarray, learned: np.ndarray, targets: np.ndarray,
-                  pssm: np.ndarray) -> np.ndarray:
-    """``exp(WEIGHT ln E_learned + (1 - WEIGHT) ln E_pssm)`` of each of ``cand`` (E-values
-    floored at 1e-300; a target the PSSM round did not score takes its largest E-value).
-
-    >>> fused_evalues(np.array([3, 5]), np.array([1e-4, 1.0]), np.array([5]), np.array([1e-2]))
-    array([0.001, 0.1  ])
-    """
-    floor = 1e-300
-    worst = float(pssm.max()) if len(pssm) else 1.0
-    lookup = dict(zip(targets.tolist(), pssm.tolist(), strict=True))
-    p = np.array([lookup.get(int(t), worst) for t in cand], dtype=np.float64)
-    return np.exp(WEIGHT * np.log(np.maximum(learned, floor))
-                  + (1.0 - WEIGHT) * np.log(np.maximum(p, floor)))
-
-
 __all__ = ["BY_DEFAULT", "EXTRA_CANDIDATES", "INCLUSION_EVALUE", "PSSM_CANDIDATES", "WEIGHT",
-           "extra_targets", "fused_evalues", "profile_search", "pssm_round", "search_one",
+           "extra_targets", "profile_search", "pssm_round", "search_one",
            "wanted"]
