@@ -10,7 +10,7 @@ from homalign.alignment import Alignment
 from homalign.io import read_a3m
 from homalign.methods import get_method
 from homalign.profile import Profile
-from homalign.search.msa_build import a3m_row, build_msa, cache_dir, cached_msa
+from homalign.search.msa_build import build_msa, cache_dir, cached_msa
 from homalign.sequence import Sequence
 
 QUERY = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEEAPKAEEAAPAAEEKTEKAE")
@@ -42,9 +42,15 @@ def fake_search(query, db, *, method, evalue, max_hits, query_rep, min_score=40.
 def test_a3m_row_places_inserts_and_gaps():
     aln = Alignment("q", "t", "ABCDE".replace("B", "K"), "AKXXCE", np.array([[0, 0], [1, 1],
                     [2, 4], [4, 5]]), 1.0, "x")
-    row, ins = a3m_row(aln, 5)
+    row, ins = aln.a3m_row(5)
     assert row == "AKC-E"
     assert ins[2] == "xx" and sum(map(len, ins)) == 2
+    # skipped query columns and target residues between the same two pairs: the inserts go
+    # after the deletions, in the next match column's slot, as gapped() orders them
+    both = Alignment("q", "t", "ABCD", "aXYd", np.array([[0, 0], [3, 3]]), 1.0, "x")
+    row, ins = both.a3m_row()
+    assert (row, ins) == ("A--D", ["", "", "", "xy", ""])
+    assert both.gapped() == ("ABC--D", "a--XYd")
 
 
 def test_build_msa_collects_family_and_rebuilds_profile():

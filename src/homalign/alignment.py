@@ -111,6 +111,26 @@ class Alignment:
     def target_span(self) -> tuple[int, int]:
         return (int(self.pairs[0, 1]), int(self.pairs[-1, 1]) + 1) if self.length else (0, 0)
 
+    def a3m_row(self, query_length: int | None = None) -> tuple[str, list[str]]:
+        """The target as an A3M row over the query's columns: (match row, insert slots).
+
+        The row holds the target's aligned residues (upper case) in their query columns and
+        ``-`` in the others; of the ``query_length + 1`` insert strings, slot ``k`` holds the
+        target's residues (lower case) between two aligned pairs whose second is in column
+        ``k``: after the query's skipped columns, as :meth:`gapped` orders them. Unaligned
+        flanks are left out. Array operations; one Python step per insert only."""
+        n = len(self.query) if query_length is None else int(query_length)
+        inserts = [""] * (n + 1)
+        row = np.full(n, ord("-"), dtype=np.uint8)
+        if self.length:
+            P = self.pairs
+            t = np.frombuffer(self.target.upper().encode(), dtype=np.uint8)
+            row[P[:, 0]] = t[P[:, 1]]
+            for k in np.flatnonzero(np.diff(P[:, 1]) > 1).tolist():
+                j0, i1, j1 = int(P[k, 1]), int(P[k + 1, 0]), int(P[k + 1, 1])
+                inserts[i1] = self.target[j0 + 1:j1].lower()
+        return row.tobytes().decode("ascii"), inserts
+
     def gapped(self, full: bool = False) -> tuple[str, str]:
         """The two gapped strings of the aligned region (``full=True``: whole sequences).
 

@@ -48,7 +48,7 @@ class EmbeddingStore:
         lengths = db.offsets[targets + 1] - starts
         idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
         idx += np.arange(int(lengths.sum()), dtype=np.int64)
-        return db.codes[idx], self.residues[idx], lengths
+        return db.codes[idx], np.take(np.asarray(self.residues), idx, axis=0), lengths
 
 
 def compute_embeddings(db: Any, ranking: Any, dtype: str = "float16", progress: bool = False,

@@ -51,29 +51,31 @@ def fuse_hits(lists: Sequence[Sequence[Hit]], weights: Sequence[float]) -> list[
     """
     import math
 
+    import numpy as np
+
     if len(lists) != len(weights) or not lists:
         raise ValueError("fuse_hits needs one weight per hit list")
     if any(w < 0 for w in weights) or abs(sum(weights) - 1.0) > 1e-9:
         raise ValueError(f"fusion weights must be non-negative and sum to 1, got {list(weights)}")
-    by_target: dict[int, Hit] = {}
-    evals: list[dict[int, float]] = []
-    for hits in lists:
-        e = {}
-        for h in hits:
-            e[h.target_index] = max(h.evalue, EVALUE_FLOOR)
-            by_target.setdefault(h.target_index, h)
-        evals.append(e)
-    worst = [max(e.values(), default=1.0) for e in evals]
+    index = [np.fromiter((h.target_index for h in hits), np.int64, len(hits)) for hits in lists]
+    held = [h for hits in lists for h in hits]
+    targets, first = np.unique(np.concatenate(index), return_index=True)  # first list's hit
+    log_e = np.zeros(len(targets))
+    for w, hits, idx in zip(weights, lists, index, strict=True):
+        e = np.maximum(np.fromiter((h.evalue for h in hits), np.float64, len(hits)),
+                       EVALUE_FLOOR)
+        col = np.full(len(targets), math.log(e.max()) if len(e) else 0.0)
+        col[np.searchsorted(targets, idx)] = np.log(e)  # a target listed twice: its last value
+        log_e += w * col
+    fused = np.exp(log_e)
+    score = np.array([held[k].score for k in first.tolist()], dtype=np.float64)
     out = []
-    for t, h in by_target.items():
-        log_e = sum(w * math.log(e.get(t, wst)) for w, e, wst in zip(weights, evals, worst,
-                                                                     strict=True))
-        fused = math.exp(log_e)
-        aln = h.alignment
-        if aln is not None:
-            aln.evalue = fused
-        out.append(Hit(h.query_id, h.target_id, h.target_index, h.score, h.bits, fused, aln))
-    return rank_hits(out)
+    for n in np.lexsort((targets, -score, fused)).tolist():
+        h, f = held[int(first[n])], float(fused[n])
+        if h.alignment is not None:
+            h.alignment.evalue = f
+        out.append(Hit(h.query_id, h.target_id, h.target_index, h.score, h.bits, f, h.alignment))
+    return out
 
 
 def to_tabular(hit: Hit):
@@ -119,18 +121,9 @@ def a3m_rows(query_id: str, query: str, hits: Iterable[Hit]) -> tuple[list[str],
         aln = h.alignment
         if aln is None or aln.length == 0:
             continue
-        row = ["-"] * Lq
-        ins = [""] * (Lq + 1)
-        prev_i, prev_j = None, None
-        for i, j in aln.pairs:
-            i, j = int(i), int(j)
-            row[i] = aln.target[j].upper()
-            if prev_j is not None and j - prev_j > 1:
-                assert prev_i is not None
-                ins[prev_i + 1] += aln.target[prev_j + 1:j].lower()
-            prev_i, prev_j = i, j
+        row, ins = aln.a3m_row(Lq)
         ids.append(h.target_id)
-        rows.append("".join(row))
+        rows.append(row)
         inserts.append(ins)
     return ids, rows, inserts
 

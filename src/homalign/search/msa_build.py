@@ -43,21 +43,6 @@ DEFAULT_MAX_HITS = 500
 DEFAULT_MAX_CANDIDATES = 300  # targets per round that pass the k-mer prefilter to the full DP
 
 
-def a3m_row(aln: Alignment, query_length: int) -> tuple[str, list[str]]:
-    """(row over the query's columns, insert strings per slot) of one pairwise alignment."""
-    row = np.full(query_length, "-", dtype="<U1")
-    inserts = [""] * (query_length + 1)
-    pairs = aln.pairs
-    if len(pairs) == 0:
-        return "".join(row), inserts
-    t = aln.target
-    row[pairs[:, 0]] = [t[j] for j in pairs[:, 1]]
-    for (_, j0), (i1, j1) in zip(pairs[:-1], pairs[1:], strict=True):
-        if j1 > j0 + 1:
-            inserts[int(i1)] = t[int(j0) + 1 : int(j1)].lower()
-    return "".join(row), inserts
-
-
 def hit_alignments(query: Sequence, hits: list) -> list[Alignment]:
     """The alignments of search ``hits`` that go into the query's MSA: not the query itself,
     not empty."""
@@ -72,7 +57,7 @@ def msa_from_alignments(query: Sequence, alignments: list[Alignment]):
     L = len(query)
     ids, rows, ins = [query.id], [query.residues], [[""] * (L + 1)]
     for aln in alignments:
-        row, inserts = a3m_row(aln, L)
+        row, inserts = aln.a3m_row(L)
         ids.append(aln.target_id)
         rows.append(row)
         ins.append(inserts)
@@ -182,7 +167,7 @@ def cached_msa(query: Sequence, db: str | Path, iterations: int = 3, *,
 
 
 __all__ = [
-    "DEFAULT_INCLUSION_EVALUE", "DEFAULT_MAX_CANDIDATES", "DEFAULT_MAX_HITS", "a3m_row", "build_msa",
+    "DEFAULT_INCLUSION_EVALUE", "DEFAULT_MAX_CANDIDATES", "DEFAULT_MAX_HITS", "build_msa",
     "hit_alignments",
     "cache_dir", "cache_key", "cached_database", "cached_msa", "cached_msa_file", "cached_msa_path",
     "msa_from_alignments",
