@@ -103,7 +103,8 @@ class ClosedFormScores:
                 for end in ends:
                     lin[start:end] = e[start:end, a:b] @ w
                     start = end
-                g += np.logaddexp(np.float32(0.0), lin + bias).astype(np.float32)
+                y = lin + bias  # softplus(y) = max(y, 0) + log1p(exp(-|y|)): numpy's SIMD
+                g += np.maximum(y, np.float32(0.0)) + np.log1p(np.exp(-np.abs(y)))  # 8x logaddexp
         g /= np.float32(len(self.heads))
         return np.ascontiguousarray(g[:, 0]), np.ascontiguousarray(g[:, 1])
 
