@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from homalign.search import Hit, fuse_hits
+from homalign.search import Hit, fuse_hits, rank_hits
 
 
 def _hits(evalues: dict[str, float]) -> list[Hit]:
@@ -43,3 +43,18 @@ def test_zero_evalues_do_not_break_the_logarithm():
 def test_bad_weights_are_rejected(weights):
     with pytest.raises(ValueError, match="weight"):
         fuse_hits([_hits({"t1": 1.0}), _hits({"t1": 1.0})], weights)
+
+
+def test_ties_rank_as_rank_hits_and_a_later_list_supplies_missing_hits():
+    a = [Hit("q", "t5", 5, score=3.0, bits=1.0, evalue=1e-3),
+         Hit("q", "t4", 4, score=3.0, bits=1.0, evalue=1e-3),
+         Hit("q", "t2", 2, score=7.0, bits=1.0, evalue=1e-3)]
+    b = [Hit("q", "t5", 5, score=0.0, bits=1.0, evalue=1e-3),
+         Hit("q", "t4", 4, score=0.0, bits=1.0, evalue=1e-3),
+         Hit("q", "t2", 2, score=0.0, bits=1.0, evalue=1e-3),
+         Hit("q", "t9", 9, score=42.0, bits=2.0, evalue=1e-3)]
+    out = fuse_hits([a, b], [0.5, 0.5])
+    # equal E-values: the higher score first, then database order (t9: a's worst E, b's hit)
+    assert [h.target_id for h in out] == ["t9", "t2", "t4", "t5"]
+    assert out == rank_hits(out)
+    assert (out[0].score, out[0].bits) == (42.0, 2.0)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from homalign.alignment import Alignment
 
 BLAST_TAB_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
@@ -50,8 +52,6 @@ def fuse_hits(lists: Sequence[Sequence[Hit]], weights: Sequence[float]) -> list[
     fused value ranks targets; it is not itself a calibrated E-value.
     """
     import math
-
-    import numpy as np
 
     if len(lists) != len(weights) or not lists:
         raise ValueError("fuse_hits needs one weight per hit list")
