@@ -36,13 +36,10 @@ def test_profile_round_fuses_learned_and_pssm_evalues_and_adds_the_pssm_best(
                            max_hits=None, traceback=False, calibrated=False)
     cand = engine.candidates_of(query, db, "learned")
     assert len(cand) == 8
-    hits1, extra = profile_round.pssm_round(query, db, cand)
-    pssm = {h.target_index: h.evalue for h in hits1}
+    pssm = {h.target_index: h.evalue for h in profile_round.pssm_round(query, db, cand)}
     assert set(pssm) == set(range(len(db)))  # 34 targets: the PSSM scores them all
-    monkeypatch.setattr(profile_round, "SECOND_ROUND", False)
-    first = {h.target_index: h.evalue for h in profile_round.pssm_round(query, db, cand)[0]}
-    best = [t for t in sorted(first, key=lambda t: (first[t], t)) if t not in set(cand.tolist())]
-    np.testing.assert_array_equal(extra, best[:3])  # the first round's best outside the 80
+    best = [t for t in sorted(pssm, key=lambda t: (pssm[t], t)) if t not in set(cand.tolist())]
+    extra = np.array(best[:3])
     own = search(query, db, "learned", candidates=np.concatenate((cand, extra)),
                  evalue=math.inf, max_hits=None, traceback=False, calibrated=False)
     w = profile_round.WEIGHT
@@ -146,76 +143,3 @@ def test_homology_benchmark_runs_learned_with_and_without_the_round(tmp_path) ->
                                                        for h in want_default]
         assert [(t, e) for t, _s, e in plain[q]] == [(h.target_id, h.evalue) for h in want_plain]
     assert default != plain
-
-
-@pytest.fixture(scope="module")
-def family_and_query() -> tuple[SequenceDB, Sequence]:
-    """Four members that keep the query's conserved core (45% of its positions) and a remote one
-    that keeps 45% of that core: SW finds it at E 0.7, a PSSM of the four at E 2e-6."""
-    rng = np.random.default_rng(0)
-    query = random_protein(rng, 150)
-    core = rng.random(150) < 0.45
-
-    def member(keep: float) -> str:
-        other = random_protein(rng, 150)
-        kept = core & (rng.random(150) < keep)
-        return "".join(q if k else o for q, o, k in zip(query, other, kept, strict=True))
-
-    seqs = [Sequence(f"member{k}", member(1.0)) for k in range(4)]
-    seqs += [Sequence("remote", member(0.45))]
-    seqs += [Sequence(f"random{k}", random_protein(rng, int(rng.integers(70, 180))))
-             for k in range(30)]
-    return SequenceDB.from_sequences(seqs), Sequence("query", query)
-
-
-def test_a_second_round_runs_where_the_first_includes_new_sequences(family_and_query,
-                                                                    monkeypatch) -> None:
-    """PSI-BLAST's rule: the first PSSM's new inclusions join the SW MSA, and that profile
-    scores the learned candidates and the added targets again; the rest keep the first
-    round's values, and a round that includes nothing new changes nothing."""
-    from homalign.methods.profile import ProteinRep
-    from homalign.profile.profile import Profile
-    from homalign.search.msa_build import hit_alignments, msa_from_alignments
-    from homalign.stats import karlin_altschul
-
-    db, query = family_and_query
-    monkeypatch.setattr(engine, "LEARNED_RESCORE", 8)
-    monkeypatch.setattr(profile_round, "EXTRA_CANDIDATES", 3)
-    cand = engine.candidates_of(query, db, "learned")
-    sw = dict(matrix="BLOSUM62", gap_open=11.0, gap_extend=1.0)
-    inc = search(query, db, "sw", candidates=cand, evalue=profile_round.INCLUSION_EVALUE,
-                 max_hits=None, **sw)
-    monkeypatch.setattr(profile_round, "SECOND_ROUND", False)
-    first, extra = profile_round.pssm_round(query, db, cand)
-    known = {h.target_id for h in inc}
-    new = [h.target_index for h in first if h.evalue <= profile_round.INCLUSION_EVALUE
-           and h.target_id not in known]
-    assert [db.ids[t] for t in new] == ["remote"]
-    monkeypatch.setattr(profile_round, "SECOND_ROUND", True)
-    second, extra2 = profile_round.pssm_round(query, db, cand)
-    np.testing.assert_array_equal(extra2, extra)
-    kw = dict(params=karlin_altschul("BLOSUM62", 11.0, 1.0), **sw)
-    rep = ProteinRep(query, source=Profile.from_msa(msa_from_alignments(
-        query, hit_alignments(query, inc)), pseudocounts="matrix", matrix="BLOSUM62"))
-    traced = search(query, db, "pssm", candidates=np.array(sorted(new)), query_rep=rep,
-                    evalue=math.inf, max_hits=None, **kw)
-    rep2 = ProteinRep(query, source=Profile.from_msa(msa_from_alignments(
-        query, hit_alignments(query, inc) + hit_alignments(query, traced)),
-        pseudocounts="matrix", matrix="BLOSUM62"))
-    scored = np.concatenate((cand, extra))
-    want = {h.target_index: h.evalue for h in search(
-        query, db, "pssm", candidates=scored, query_rep=rep2, evalue=math.inf, max_hits=None,
-        traceback=False, **kw)}
-    was = {h.target_index: h.evalue for h in first}
-    got = {h.target_index: h.evalue for h in second}
-    assert set(got) == set(was)
-    for t, e in got.items():
-        assert e == (want[t] if t in want else was[t])
-    remote = db.index_of("remote")
-    assert remote in want and got[remote] < was[remote]  # now in the profile's MSA
-    monkeypatch.setattr(profile_round, "INCLUSION_EVALUE", 1e-300)  # nothing included
-    none1 = profile_round.pssm_round(query, db, cand)[0]
-    monkeypatch.setattr(profile_round, "SECOND_ROUND", False)
-    none0 = profile_round.pssm_round(query, db, cand)[0]
-    assert [(h.target_index, h.evalue) for h in none1] == [(h.target_index, h.evalue)
-                                                           for h in none0]

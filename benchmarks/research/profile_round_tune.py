@@ -3,8 +3,7 @@
     python benchmarks/research/profile_round_tune.py --db astral-2.07-40.trainval.fa \\
         --queries HELDOUT.txt --settings 300:20:1e-3:0.5,80:0:1e-3:0.5 --out OUT
 
-Each ``PSSM_CANDIDATES:EXTRA_CANDIDATES:INCLUSION_EVALUE:WEIGHT[:ROUNDS]`` setting (``ROUNDS``
-1 or 2, :data:`~homalign.search.profile_round.SECOND_ROUND`; default 2) is set on
+Each ``PSSM_CANDIDATES:EXTRA_CANDIDATES:INCLUSION_EVALUE:WEIGHT`` setting is set on
 :mod:`homalign.search.profile_round` and ``homalign benchmark homology --methods learned`` runs
 (one process, one thread) on the queries (``HELDOUT.txt``: ``python
 benchmarks/evalue_calibration.py --heldout-queries HELDOUT.txt``, never the dev queries), then
@@ -51,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = []
     for setting in args.settings.split(","):
-        pc, extra, inclusion, weight, *rounds = setting.split(":")
-        profile_round.SECOND_ROUND = rounds != ["1"]
+        pc, extra, inclusion, weight = setting.split(":")
         profile_round.PSSM_CANDIDATES, profile_round.EXTRA_CANDIDATES = int(pc), int(extra)
         profile_round.INCLUSION_EVALUE, profile_round.WEIGHT = float(inclusion), float(weight)
         out = args.out / setting.replace(":", "_")

@@ -191,16 +191,6 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "benchmarks/research/profile_round_tune.py --settings 80:0:1e-3:0.5,80:0:1e-3:0.7,"
               "80:0:1e-3:0.4",
               "A learned search fuses its ranking with one light PSSM round by default"),
-        Tuned("homalign.search.profile_round:SECOND_ROUND", True,
-              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1328 / 0.4984 (one round) -> "
-              "0.1363 / 0.5010 (bootstrap 95% superfamily +0.0016 .. +0.0058; 19 queries up, "
-              "1 down), the second round in 140 of 564 queries, 1.03-1.05x the time; a second round "
-              "for every query 0.1370 / 0.5011 at 1.26x, re-scoring only the learned-scored "
-              "targets 0.1367 / 0.5011 at 1.12x; 60 learned candidates instead of 80: 0.1324 "
-              "(one round), 0.1355 (two)",
-              "benchmarks/research/profile_round_tune.py --settings 300:20:1e-3:0.5:2,"
-              "300:20:1e-3:0.5:1",
-              "A learned search fuses its ranking with one light PSSM round by default"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
               f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
               "E <= 1e-3 unchanged (0.0053 a query)",

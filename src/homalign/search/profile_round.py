@@ -13,14 +13,10 @@ its positions vary. A learned search (``homalign.search(..., method="learned")``
    :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``);
 3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
    learned ranking too;
-4. where that PSSM includes sequences (E <= :data:`INCLUSION_EVALUE`) the MSA lacks, a second
-   round (:data:`SECOND_ROUND`, PSI-BLAST's rule: a round that includes nothing new changes
-   nothing) adds their PSSM alignments to the MSA, and its PSSM scores the learned candidates
-   and the extra targets again;
-5. each target's value is the weighted geometric mean of its learned and PSSM E-values
+4. each target's value is the weighted geometric mean of its learned and PSSM E-values
    (:func:`homalign.search.hits.fuse_hits`, :data:`WEIGHT` on the learned one).
 
-:func:`profile_search` is the whole search (steps 1-5, then the E-value cut and the hits'
+:func:`profile_search` is the whole search (steps 1-4, then the E-value cut and the hits'
 learned alignments); :func:`search_one` runs it where it applies (:func:`wanted`) and the plain
 engine (:func:`homalign.search.engine.search`) otherwise: every one-query search of the
 package's API, CLI, worker processes and benchmark goes through it. A fusion's own list
@@ -47,58 +43,32 @@ PSSM_CANDIDATES = 300
 EXTRA_CANDIDATES = 20
 #: weight of the learned ln E against the PSSM round's (0.4 and 0.7 ranked lower, held-out)
 WEIGHT = 0.5
-#: a second round where the first includes new sequences (held-out superfamily +0.0035 for ~3%
-#: more time: a quarter of the queries run it)
-SECOND_ROUND = True
 MATRIX, GAP_OPEN, GAP_EXTEND = "BLOSUM62", 11.0, 1.0
 
 
-def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> tuple[list, np.ndarray]:
-    """The hits (no alignments; best first) of the query's PSSM over ``cand`` (the learned
-    search's candidates) and the database's best :data:`PSSM_CANDIDATES` by Smith-Waterman
-    score, and the targets they add to the learned ranking (:func:`extra_targets`). With
-    :data:`SECOND_ROUND`, where the PSSM includes sequences the MSA lacks, the second round's
-    PSSM gives the values of ``cand`` and the added targets; the others keep the first's."""
+def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
+    """The hits (no alignments; best first) of the query's one-round PSSM over ``cand`` (the
+    learned search's candidates) and the database's best :data:`PSSM_CANDIDATES` by
+    Smith-Waterman score."""
     import math
 
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
     from homalign.search.engine import best_by_sw, search
-    from homalign.search.hits import rank_hits
     from homalign.search.msa_build import hit_alignments, msa_from_alignments
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
-    kw = {"params": karlin_altschul(MATRIX, GAP_OPEN, GAP_EXTEND), "matrix": MATRIX,
-          "gap_open": GAP_OPEN, "gap_extend": GAP_EXTEND}
-
-    def profile_of(alignments: list) -> ProteinRep:
-        msa = msa_from_alignments(q, alignments)
-        return ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX))
-
     # the MSA: Smith-Waterman hits (the 16-lane traceback), as a first PSI-BLAST round ranks
     inc = search(q, db, method="sw", evalue=INCLUSION_EVALUE, max_hits=None, candidates=cand,
                  matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
-    members = hit_alignments(q, inc)
-    rep = profile_of(members)
+    msa = msa_from_alignments(q, hit_alignments(q, inc))
+    rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX))
     wider = best_by_sw(q, db, np.arange(len(db), dtype=np.int64), PSSM_CANDIDATES)
-    hits = search(q, db, method="pssm", evalue=math.inf, max_hits=None,
-                  candidates=np.union1d(wider, cand), traceback=False, query_rep=rep, **kw)
-    extra = extra_targets(hits, cand)
-    known = {a.target_id for a in members} | {q.id}
-    new = np.array(sorted(h.target_index for h in hits
-                          if h.evalue <= INCLUSION_EVALUE and h.target_id not in known),
-                   dtype=np.int64)
-    if not SECOND_ROUND or len(new) == 0:
-        return hits, extra
-    traced = search(q, db, method="pssm", evalue=math.inf, max_hits=None, candidates=new,
-                    query_rep=rep, **kw)
-    rep = profile_of(members + hit_alignments(q, traced))
-    scored = np.sort(np.concatenate((cand, extra)))
-    again = search(q, db, method="pssm", evalue=math.inf, max_hits=None, candidates=scored,
-                   traceback=False, query_rep=rep, **kw)
-    done = set(scored.tolist())
-    return rank_hits(again + [h for h in hits if h.target_index not in done]), extra
+    return search(q, db, method="pssm", evalue=math.inf, max_hits=None,
+                  candidates=np.union1d(wider, cand), traceback=False, query_rep=rep,
+                  params=karlin_altschul(MATRIX, GAP_OPEN, GAP_EXTEND), matrix=MATRIX,
+                  gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
 
 
 def wanted(method: str, options: Mapping[str, Any]) -> bool:
@@ -168,8 +138,8 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
                          rescore=rescore, method_options=method_options)
     if len(cand) == 0:
         return []
-    pssm, extra = pssm_round(q, db, cand)
-    cand = np.concatenate((cand, extra))
+    pssm = pssm_round(q, db, cand)
+    cand = np.concatenate((cand, extra_targets(pssm, cand)))
     own = search(q, db, method, evalue=math.inf, max_hits=None, candidates=cand,
                  traceback=False, calibrated=False, target_reps=target_reps, **method_options)
     # the targets the method scored; a PSSM-only one would have no learned score to rank by
@@ -212,7 +182,6 @@ def extra_targets(pssm: list, cand: np.ndarray) -> np.ndarray:
     return targets[~np.isin(targets, cand)][:EXTRA_CANDIDATES]
 
 
-__all__ = ["BY_DEFAULT", "EXTRA_CANDIDATES", "INCLUSION_EVALUE", "PSSM_CANDIDATES",
-           "SECOND_ROUND", "WEIGHT",
+__all__ = ["BY_DEFAULT", "EXTRA_CANDIDATES", "INCLUSION_EVALUE", "PSSM_CANDIDATES", "WEIGHT",
            "extra_targets", "profile_search", "pssm_round", "search_one",
            "wanted"]
