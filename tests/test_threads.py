@@ -31,3 +31,28 @@ def test_set_threads_refuses_zero() -> None:
 
     with pytest.raises(ValueError, match="at least 1"):
         set_threads(0)
+
+
+def _advice_after_set_threads(env: dict[str, str]) -> str:
+    """numpy's huge-page advice after set_threads(1) in a fresh process (the switch returns
+    the previous setting)."""
+    import os
+
+    code = ("from numpy._core import multiarray as m; from homalign.threads import set_threads; "
+            "set_threads(1); print(m._set_madvise_hugepage(True))")
+    return subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                          text=True, env={**os.environ, **env}).stdout.strip()
+
+
+def test_set_threads_turns_off_numpy_huge_page_advice_unless_the_user_set_it() -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    code = ("import os; from numpy._core import multiarray as m; "
+            "from homalign.threads import set_threads; before = m._set_madvise_hugepage(True); "
+            "set_threads(1); print(before, m._set_madvise_hugepage(True))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=env).stdout.split()
+    assert out == ["True", "False"]  # numpy's default on Linux, then off
+    assert _advice_after_set_threads({"NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
+    assert _advice_after_set_threads({"NUMPY_MADVISE_HUGEPAGE": "0"}) == "False"
