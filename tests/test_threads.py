@@ -56,3 +56,19 @@ def test_set_threads_turns_off_numpy_huge_page_advice_unless_the_user_set_it() -
     assert out == ["True", "False"]  # numpy's default on Linux, then off
     assert _advice_after_set_threads({"NUMPY_MADVISE_HUGEPAGE": "1"}) == "True"
     assert _advice_after_set_threads({"NUMPY_MADVISE_HUGEPAGE": "0"}) == "False"
+
+
+def test_the_search_api_turns_the_advice_off_too() -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    code = ("from numpy._core import multiarray as m; import homalign; "
+            "from homalign.search import SequenceDB; from homalign.sequence import Sequence; "
+            "before = m._set_madvise_hugepage(True); "
+            "db = SequenceDB.from_sequences([Sequence('t1', 'MKTAYIAKQRQISFVKSHFSRQ'), "
+            "Sequence('t2', 'GSHMLEDPVDAFQ')]); "
+            "hits = homalign.search('MKTAYIAKQRQISFVKSHFSRQ', db, 'sw'); "
+            "print(before, m._set_madvise_hugepage(True), hits[0].target_id)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=env).stdout.split()
+    assert out == ["True", "False", "t1"]

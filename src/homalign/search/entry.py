@@ -3,7 +3,10 @@
 :func:`run_search` checks every keyword (the search's own and the method's), then runs one pass of
 the engine (:func:`homalign.search.engine.search`) or, with ``iterations > 1`` or an MSA database
 (``target_msa=``), :func:`homalign.search.iterative.iterative_search`. It lives in the search
-package so that the package itself can be called without importing :mod:`homalign.api`.
+package so that the package itself can be called without importing :mod:`homalign.api`. Like
+the CLI, it turns numpy's huge-page advice off for the process
+(:func:`homalign.threads.no_huge_pages`; a fifth of a learned search's time went to zeroing
+huge pages of short-lived arrays); results do not depend on it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from homalign.methods import OptionError, get_method
 from homalign.methods.base import describe_options
 from homalign.sequence import Sequence, as_sequence
+from homalign.threads import no_huge_pages
 
 
 def _keywords(fn: Any, skip: int) -> list[str]:
@@ -66,6 +70,7 @@ def run_search(
                          "(its PSSM rounds are its own)")
     check_search_options(method, options, iterative)
     q = as_sequence(query, "query")
+    no_huge_pages()
     if iterative:
         from homalign.search.iterative import iterative_search
 
