@@ -256,11 +256,10 @@ def _write_a3m(results: list, path: str) -> int:
         return 0
     if len(results) > 1:
         raise ValueError("a3m output of several queries needs -o DIRECTORY")
-    from homalign.io import MSA
-    from homalign.search.hits import a3m_rows
+    from homalign.search.hits import hits_msa
 
     q, hits = results[0]
-    ids, rows, ins = a3m_rows(q.id, q.residues, hits)
-    a3m = MSA(ids, rows, insertions=ins).to_a3m_rows()
-    sys.stdout.write("".join(f">{i}\n{r}\n" for i, r in zip(ids, a3m, strict=True)))
+    msa = hits_msa(q, hits)
+    sys.stdout.write("".join(f">{i}\n{r}\n" for i, r in zip(msa.ids, msa.to_a3m_rows(),
+                                                             strict=True)))
     return 0

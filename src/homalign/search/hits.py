@@ -10,6 +10,7 @@ from typing import IO, Any
 import numpy as np
 
 from homalign.alignment import Alignment
+from homalign.sequence import Sequence as Protein
 
 BLAST_TAB_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
                      "qend", "sstart", "send", "evalue", "bitscore")
@@ -111,21 +112,25 @@ def format_tab(hits: Iterable[Hit], extra: Sequence[str] = ()) -> str:
     return "".join(format_hit(to_tabular(h), extra) for h in hits)
 
 
-def a3m_rows(query_id: str, query: str, hits: Iterable[Hit]) -> tuple[list[str], list[str],
-                                                                       list[list[str]]]:
-    """Query-anchored MSA of the hits: (ids, match-column rows, insertions) as in
-    :class:`homalign.io.MSA` (match columns are the query's residues)."""
-    Lq = len(query)
-    ids, rows, inserts = [query_id], [query], [[""] * (Lq + 1)]
-    for h in hits:
-        aln = h.alignment
-        if aln is None or aln.length == 0:
-            continue
-        row, ins = aln.a3m_row(Lq)
-        ids.append(h.target_id)
+def msa_from_alignments(query: Protein, alignments: Iterable[Alignment]) -> Any:
+    """An ``homalign.io.MSA`` (A3M insertions kept) of the query and the targets of its
+    pairwise ``alignments``, one row each (:meth:`Alignment.a3m_row`)."""
+    from homalign.io import MSA
+
+    L = len(query)
+    ids, rows, ins = [query.id], [query.residues], [[""] * (L + 1)]
+    for aln in alignments:
+        row, inserts = aln.a3m_row(L)
+        ids.append(aln.target_id)
         rows.append(row)
-        inserts.append(ins)
-    return ids, rows, inserts
+        ins.append(inserts)
+    return MSA(ids, rows, insertions=ins)
+
+
+def hits_msa(query: Protein, hits: Iterable[Hit]) -> Any:
+    """The query-anchored MSA of the hits that have a non-empty alignment (A3M output)."""
+    return msa_from_alignments(query, [h.alignment for h in hits
+                                       if h.alignment is not None and h.alignment.length])
 
 
 def format_pair(hit: Hit, width: int = 60) -> str:
@@ -167,7 +172,7 @@ def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit
     ``<path>`` when there is one query, else ``<path>/<query id>.a3m`` (a directory).
     Files are written atomically; ``"-"`` or a stream writes tab/pair text there.
     """
-    from homalign.io import MSA, atomic_write, write_a3m
+    from homalign.io import atomic_write, write_a3m
 
     if fmt == "tab":
         from homalign.io import write_blast_tab
@@ -192,6 +197,4 @@ def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit
     if len(results) > 1:
         out.mkdir(parents=True, exist_ok=True)
     for query, hits in results:
-        ids, rows, ins = a3m_rows(query.id, query.residues, hits)
-        msa = MSA(ids, rows, insertions=ins)
-        write_a3m(out / f"{query.id}.a3m" if len(results) > 1 else out, msa)
+        write_a3m(out / f"{query.id}.a3m" if len(results) > 1 else out, hits_msa(query, hits))

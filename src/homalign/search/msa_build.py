@@ -36,6 +36,7 @@ import numpy as np
 from homalign.alignment import Alignment
 from homalign.paths import cache_root
 from homalign.profile.profile import Profile
+from homalign.search.hits import msa_from_alignments
 from homalign.sequence import Sequence
 
 DEFAULT_INCLUSION_EVALUE = 1e-3
@@ -48,20 +49,6 @@ def hit_alignments(query: Sequence, hits: list) -> list[Alignment]:
     not empty."""
     return [h.alignment for h in hits
             if h.alignment is not None and h.target_id != query.id and h.alignment.length]
-
-
-def msa_from_alignments(query: Sequence, alignments: list[Alignment]):
-    """An ``homalign.io.MSA`` (A3M insertions kept) of the query and its aligned hits."""
-    from homalign.io import MSA
-
-    L = len(query)
-    ids, rows, ins = [query.id], [query.residues], [[""] * (L + 1)]
-    for aln in alignments:
-        row, inserts = aln.a3m_row(L)
-        ids.append(aln.target_id)
-        rows.append(row)
-        ins.append(inserts)
-    return MSA(ids, rows, insertions=ins)
 
 
 @lru_cache(maxsize=4)
@@ -170,5 +157,4 @@ __all__ = [
     "DEFAULT_INCLUSION_EVALUE", "DEFAULT_MAX_CANDIDATES", "DEFAULT_MAX_HITS", "build_msa",
     "hit_alignments",
     "cache_dir", "cache_key", "cached_database", "cached_msa", "cached_msa_file", "cached_msa_path",
-    "msa_from_alignments",
 ]

@@ -8,7 +8,7 @@ its positions vary. A learned search (``homalign.search(..., method="learned")``
 1. the learned search's own candidates (the database's best 80 by Smith-Waterman score) are
    searched with Smith-Waterman (BLOSUM62 11/1, as a first PSI-BLAST round), and those with
    E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's inclusion threshold) form the query's MSA
-   (:func:`homalign.search.msa_build.msa_from_alignments`);
+   (:func:`homalign.search.hits.msa_from_alignments`);
 2. that MSA's PSSM scores the learned candidates and the database's best
    :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``);
 3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
@@ -55,7 +55,8 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
     from homalign.search.engine import best_by_sw, search
-    from homalign.search.msa_build import hit_alignments, msa_from_alignments
+    from homalign.search.hits import msa_from_alignments
+    from homalign.search.msa_build import hit_alignments
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
