@@ -2,11 +2,10 @@
 
 One query's search is a few short compiled passes (prefilter scan, Smith-Waterman rescoring,
 learned scoring) with serial work between them (embeddings, numpy, the tracebacks), so
-threads inside one query leave cores idle. :func:`iter_search` with ``workers=N`` instead searches
-whole queries side by side on one thread each, in N - 1 worker processes and this one (which
-starts at once, while the workers start up), and yields each query's hits in query order as they
-come. The hits are the one-process search's: a query's arithmetic never depends on the thread
-count (:mod:`homalign.threads`), and each query is searched alone.
+threads inside one query leave cores idle. :func:`iter_search` with ``workers=N`` instead hands
+whole queries to N worker processes on one thread each and yields each query's hits in query
+order as they come. The hits are the one-process search's: a query's arithmetic never depends
+on the thread count (:mod:`homalign.threads`), and each query is searched alone.
 
 Workers open the database themselves, so nothing large crosses a pipe: a ``homalign makedb``
 directory is memory-mapped with its stored embeddings and neighbour lists. A database read from
@@ -197,61 +196,17 @@ def _database_of(db: SequenceDB, out: Path, *, learned: bool) -> str | None:
 
 def _in_workers(qs: list[Sequence], db_dir: str, n: int, method: str, options: dict[str, Any],
                 iterations: int | None) -> Iterator[tuple[Sequence, list[Hit]]]:
-    """The queries' hits in order, from ``n - 1`` spawned one-thread workers and this process:
-    every query goes to the pool, and while the query due next is not back, this process takes
-    the first one that no worker has started yet (a cancelled pool task) and searches it on one
-    thread. So the search starts at once instead of after the workers' start-up (~1 s each: an
-    interpreter, the imports, the kernels' cache), and a few queries never wait for a pool. A
-    query's hits are the same wherever it runs; an error is raised at its query's turn."""
-    import numba
-
-    from homalign.threads import one_blas_thread
-
-    db = open_database(db_dir)
-    reps = _reps_for(db, method, options, iterations)
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(n - 1, mp_context=ctx, initializer=_init,
-                               initargs=(os.getpid(), db_dir, method, options, iterations))
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)  # this process is one of the n: no thread pool beside the workers
-
-    def here(q: Sequence) -> list[Hit] | BaseException:
+    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init,
+                             initargs=(os.getpid(), db_dir, method, options,
+                                       iterations)) as pool:
         try:
-            with one_blas_thread():
-                return _one(q, db, method, iterations, reps, options)
-        except Exception as exc:  # raised at its query's turn, after the hits before it
-            return exc
-
-    try:
-        futures = [pool.submit(_search_one, q) for q in qs]
-        done: dict[int, list[Hit] | BaseException] = {}
-        nxt = 0  # below it, every task is started, finished or taken here
-        for i, q in enumerate(qs):
-            while i not in done:
-                if futures[i].cancel():  # no worker has it: search it here
-                    done[i] = here(q)
-                elif futures[i].done():
-                    done[i] = unpack_hits(futures[i].result())
-                else:  # a worker has it: meanwhile take the first query no worker started
-                    nxt = max(nxt, i + 1)
-                    while nxt < len(qs) and not futures[nxt].cancel():
-                        nxt += 1
-                    if nxt < len(qs):
-                        done[nxt] = here(qs[nxt])
-                        nxt += 1
-                    else:
-                        done[i] = unpack_hits(futures[i].result())
-            hits = done.pop(i)
-            if isinstance(hits, BaseException):
-                raise hits
-            yield q, hits
-    except BrokenProcessPool:
-        raise RuntimeError(f"a search worker process died (killed, or out of memory) "
-                           f"while searching {db_dir}: no hits are reported for the "
-                           f"queries it held; rerun with fewer --threads") from None
-    finally:
-        numba.set_num_threads(threads)
-        pool.shutdown(wait=True, cancel_futures=True)
+            for q, cols in zip(qs, pool.map(_search_one, qs), strict=True):
+                yield q, unpack_hits(cols)
+        except BrokenProcessPool:
+            raise RuntimeError(f"a search worker process died (killed, or out of memory) "
+                               f"while searching {db_dir}: no hits are reported for the "
+                               f"queries it held; rerun with fewer --threads") from None
 
 
 def search_many(
@@ -265,7 +220,7 @@ def search_many(
 ) -> list[tuple[Sequence, list[Hit]]]:
     """:func:`search` for each query (a tqdm progress bar on stderr); [(query, hits), ...].
     ``workers`` > 1 searches whole queries side by side in that many one-thread processes
-    (this one among them) when ``db`` is a makedb directory (:func:`iter_search`; the same hits)."""
+    when ``db`` is a makedb directory (:func:`iter_search`; the same hits)."""
     from tqdm import tqdm
 
     if not isinstance(db, SequenceDB):
