@@ -206,18 +206,27 @@ class CRFLogZ(torch.autograd.Function):
         return (None, *(grad * g for g in saved))
 
 
-def _pair_inputs(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor, b: int) -> list[Tensor]:
-    """Pair ``b`` of a padded batch cut to its lengths: its S, then the eight gap vectors."""
-    n, m = int(lq[b]), int(lt[b])
-    sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
-    return [S[b, :n, :m], *(getattr(gaps, k)[b, : sizes[k[:5]]] for k in _FIELDS)]
+def _pairs(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor) -> list[list[Tensor]]:
+    """Each pair of a padded batch cut to its lengths: its S, then the eight gap vectors.
+
+    The batch is unbound into its rows first: indexing ``S[b]`` per pair would make each pair's
+    backward fill a zero tensor of the whole batch's shape (quadratic in the batch: 13 s of a
+    256-pair adapter step), while a row's slice fills one of the row's shape. The same views,
+    the same gradients bit for bit (each element gets its one pair's value plus zeros)."""
+    rows = S.unbind(0)
+    vecs = {k: getattr(gaps, k).unbind(0) for k in _FIELDS}
+    out = []
+    for b in range(S.shape[0]):
+        n, m = int(lq[b]), int(lt[b])
+        sizes = {"q_ins": n, "t_ins": m + 1, "t_del": m, "q_del": n + 1}
+        out.append([rows[b][:n, :m], *(vecs[k][b][: sizes[k[:5]]] for k in _FIELDS)])
+    return out
 
 
 def crf_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
                             mode: str = "global") -> Tensor:
     """(B,) ``log Z`` of a padded batch (each pair cut to its lengths), differentiable."""
-    return torch.stack([CRFLogZ.apply(mode, *_pair_inputs(S, gaps, lq, lt, b))
-                        for b in range(S.shape[0])])
+    return torch.stack([CRFLogZ.apply(mode, *pair) for pair in _pairs(S, gaps, lq, lt)])
 
 
 class CRFPosterior(torch.autograd.Function):
@@ -259,8 +268,7 @@ class CRFPosterior(torch.autograd.Function):
 def crf_posterior_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
                         mode: str = "global") -> list[Tensor]:
     """Each pair's (lq, lt) match posteriors, differentiable (:class:`CRFPosterior`)."""
-    return [CRFPosterior.apply(mode, *_pair_inputs(S, gaps, lq, lt, b))
-            for b in range(S.shape[0])]
+    return [CRFPosterior.apply(mode, *pair) for pair in _pairs(S, gaps, lq, lt)]
 
 
 class ScoreLogZ(torch.autograd.Function):
@@ -289,10 +297,11 @@ def score_log_partition_batch(S: Tensor, gaps: SoftGaps, lq: Tensor, lt: Tensor,
     from homalign.dp import GapCosts
 
     out = []
+    rows = S.unbind(0)  # not S[b] per pair: see _pairs
     for b in range(S.shape[0]):
         n, m = int(lq[b]), int(lt[b])
         g = GapCosts(**gaps.to_numpy(b, n, m))
-        out.append(ScoreLogZ.apply(mode, S[b, :n, :m], g))
+        out.append(ScoreLogZ.apply(mode, rows[b][:n, :m], g))
     return torch.stack(out)
 
 
