@@ -5,7 +5,7 @@ the engine (:func:`homalign.search.engine.search`) or, with ``iterations > 1`` o
 (``target_msa=``), :func:`homalign.search.iterative.iterative_search`. It lives in the search
 package so that the package itself can be called without importing :mod:`homalign.api`. Like
 the CLI, it turns numpy's huge-page advice off for the process
-(:func:`homalign.threads.no_huge_pages`; a fifth of a learned search's time went to zeroing
+(:func:`homalign.threads.no_huge_pages`; a sixth of a learned search's time went to zeroing
 huge pages of short-lived arrays); results do not depend on it.
 """
 

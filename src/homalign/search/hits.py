@@ -10,6 +10,7 @@ from typing import IO, Any
 import numpy as np
 
 from homalign.alignment import Alignment
+from homalign.io import MSA
 from homalign.sequence import Sequence as Protein
 
 BLAST_TAB_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
@@ -112,11 +113,9 @@ def format_tab(hits: Iterable[Hit], extra: Sequence[str] = ()) -> str:
     return "".join(format_hit(to_tabular(h), extra) for h in hits)
 
 
-def msa_from_alignments(query: Protein, alignments: Iterable[Alignment]) -> Any:
-    """An ``homalign.io.MSA`` (A3M insertions kept) of the query and the targets of its
+def msa_from_alignments(query: Protein, alignments: Iterable[Alignment]) -> MSA:
+    """An :class:`homalign.io.MSA` (A3M insertions kept) of the query and the targets of its
     pairwise ``alignments``, one row each (:meth:`Alignment.a3m_row`)."""
-    from homalign.io import MSA
-
     L = len(query)
     ids, rows, ins = [query.id], [query.residues], [[""] * (L + 1)]
     for aln in alignments:
@@ -127,7 +126,7 @@ def msa_from_alignments(query: Protein, alignments: Iterable[Alignment]) -> Any:
     return MSA(ids, rows, insertions=ins)
 
 
-def hits_msa(query: Protein, hits: Iterable[Hit]) -> Any:
+def hits_msa(query: Protein, hits: Iterable[Hit]) -> MSA:
     """The query-anchored MSA of the hits that have a non-empty alignment (A3M output)."""
     return msa_from_alignments(query, [h.alignment for h in hits
                                        if h.alignment is not None and h.alignment.length])
