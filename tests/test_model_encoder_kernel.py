@@ -98,3 +98,26 @@ def test_model_embeds_with_the_kernel_and_follows_weight_changes() -> None:
     with torch.no_grad():
         assert torch.equal(model.embed(seqs[1]), model.encoder(
             torch.as_tensor(seqs[1].astype(np.int64))[None]))
+
+
+def test_embed_many_on_threads_gives_the_one_thread_bits() -> None:
+    """Packed rows embedded on several threads equal one thread's bit for bit, for an explicit
+    count and for :func:`homalign.threads.set_threads`' (the default)."""
+    from homalign.threads import get_threads, set_threads
+
+    k = EncoderKernel.from_encoder(_trained_like(ResidueEncoder(16, 5, (1, 2, 4), 0.0), 7))
+    rng = np.random.default_rng(4)
+    seqs = [rng.integers(0, 20, n) for n in rng.integers(1, 900, 120)]  # ~54k residues: 4 rows
+    serial = k.embed_many(seqs, threads=1)
+    assert sum(map(len, seqs)) > 3 * 16_384
+    before = get_threads()
+    try:
+        for threads in (2, 3):
+            for a, b in zip(k.embed_many(seqs, threads=threads), serial, strict=True):
+                assert a.tobytes() == b.tobytes()
+        assert set_threads(3) == 3 and get_threads() == 3
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(k.embed_many(seqs), serial,
+                                                               strict=True))
+    finally:
+        set_threads(before)
+    assert [len(e) for e in serial] == [len(s) for s in seqs]

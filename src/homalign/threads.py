@@ -1,4 +1,5 @@
-"""One thread count for everything that computes: numba kernels, torch and the BLAS below numpy.
+"""One thread count for everything that computes: numba kernels, torch, the BLAS below numpy and
+the learned encoder's rows (:func:`get_threads`).
 
 ``homalign search/makedb --threads N`` (``-j N``) call :func:`set_threads` once; the default is
 every core this process may run on. Setting all three together keeps them from oversubscribing
@@ -30,9 +31,11 @@ def set_threads(n: int | None = None) -> int:
     """Use ``n`` threads (None: :func:`available_cores`) in numba, torch and BLAS; returns n."""
     import numba
 
+    global _THREADS
     n = available_cores() if n is None else int(n)
     if n < 1:
         raise ValueError(f"threads must be at least 1, got {n}")
+    _THREADS = n
     n_numba = min(n, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(n_numba)
     torch = sys.modules.get("torch")
@@ -49,6 +52,17 @@ def set_threads(n: int | None = None) -> int:
     os.environ["OMP_NUM_THREADS"] = str(n)  # child processes (peers) and a later torch follow
     no_huge_pages()
     return n
+
+
+def get_threads() -> int:
+    """The thread count :func:`set_threads` set last; before any call, numba's (every core
+    unless ``NUMBA_NUM_THREADS`` says otherwise). Work split over Python threads (the learned
+    encoder's rows) uses it, so ``--threads 2`` means two threads there too."""
+    if _THREADS is not None:
+        return _THREADS
+    import numba
+
+    return int(numba.get_num_threads())
 
 
 def no_huge_pages() -> bool:
@@ -68,6 +82,7 @@ def no_huge_pages() -> bool:
 
 
 _CONTROLLER = None
+_THREADS: int | None = None
 
 
 def one_blas_thread():  # noqa: ANN201
@@ -81,4 +96,4 @@ def one_blas_thread():  # noqa: ANN201
     return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
-__all__ = ["available_cores", "no_huge_pages", "one_blas_thread", "set_threads"]
+__all__ = ["available_cores", "get_threads", "no_huge_pages", "one_blas_thread", "set_threads"]

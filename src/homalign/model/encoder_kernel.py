@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from homalign.alphabet import N_CODES
-from homalign.threads import one_blas_thread
+from homalign.threads import get_threads, one_blas_thread
 
 __all__ = ["EMBED_BATCH_RESIDUES", "LAYER_NORM_EPS", "N_TEMPLATE", "PAD", "EncoderKernel", "gelu",
            "pack_rows", "template_tokens"]
@@ -84,7 +84,7 @@ def pack_rows(codes: list[np.ndarray], gap: int, residues: int = EMBED_BATCH_RES
         start = stop
 
 
-@njit(cache=True, boundscheck=False, error_model="numpy", fastmath={"reassoc"})
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"reassoc"})
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float, mask: np.ndarray,
                 out: np.ndarray) -> None:
     """``out = LayerNorm(x) * mask`` row by row (biased variance, as torch; the sums over a row
@@ -141,7 +141,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, boundscheck=False, error_model="numpy")
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 def _conv_gelu(Z: np.ndarray, bias: np.ndarray, dilation: int, x: np.ndarray, mask: np.ndarray,
                out: np.ndarray) -> None:
     """``out = (x + gelu(bias + sum_k Z[i + (k - half) d, k-th block])) * mask``."""
@@ -243,12 +243,23 @@ class EncoderKernel:
         k = self.conv_w.shape[2] // self.dim if len(self.conv_w) else 1
         return max((d * (k - 1) // 2 for d in self.dilation), default=0)
 
-    def embed_many(self, codes: list[np.ndarray]) -> list[np.ndarray]:
+    def embed_many(self, codes: list[np.ndarray], threads: int | None = None
+                   ) -> list[np.ndarray]:
         """float32 (L, dim) embeddings of each sequence, computed in packed rows
-        (:func:`pack_rows`), as views of the rows."""
+        (:func:`pack_rows`), as views of the rows; the rows on ``threads`` threads (None:
+        :func:`homalign.threads.get_threads`). A row's numbers do not depend on the thread
+        count: each row is one thread's, with BLAS on one thread."""
         out: list[np.ndarray] = [np.empty((0, self.dim), dtype=np.float32)] * len(codes)
-        for idx, starts, row in pack_rows(codes, self.reach):
-            e = self(row)
+        rows = list(pack_rows(codes, self.reach))
+        n = min(len(rows), get_threads() if threads is None else int(threads))
+        if n > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with one_blas_thread(), ThreadPoolExecutor(n) as pool:  # the kernels drop the GIL
+                embedded = list(pool.map(self, [row for _, _, row in rows]))
+        else:
+            embedded = [self(row) for _, _, row in rows]
+        for (idx, starts, _), e in zip(rows, embedded, strict=True):
             for k, s in zip(idx.tolist(), starts.tolist(), strict=True):
                 out[k] = e[s:s + len(codes[k])]
         return out
