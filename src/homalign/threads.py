@@ -28,7 +28,8 @@ def available_cores() -> int:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Use ``n`` threads (None: :func:`available_cores`) in numba, torch and BLAS; returns n."""
+    """Use ``n`` threads (None: :func:`available_cores`) in numba, torch, BLAS and the encoder's
+    rows (:func:`get_threads`); returns n."""
     import numba
 
     global _THREADS
