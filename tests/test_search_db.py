@@ -271,3 +271,31 @@ def test_makedb_does_not_hold_the_residues_in_memory(tmp_path: Path, monkeypatch
     assert peak < n * length / 2, f"makedb peaked at {peak} bytes for {n * length} residues"
     db = SequenceDB.load(tmp_path / "db")
     assert db.total_length == n * length and db.ids[-1] == f"s{n - 1}"
+
+
+def test_save_database_writes_makedbs_files_from_memory(fasta: Path, tmp_path: Path):
+    """An in-memory database saved as a directory (a FASTA search's workers open one): the
+    bytes ``makedb`` writes for the same records, its embeddings those a search computed here
+    when there are any, and a subset of a file only the subset's records."""
+    from homalign.search.database import save_database
+    from homalign.search.embeddings import STORE_ARRAY
+
+    made = makedb(fasta, tmp_path / "made")
+    mem = SequenceDB.from_fasta(fasta)
+    saved = save_database(mem, tmp_path / "saved")
+    for name in ("codes.npy", "offsets.npy", "headers.json", STORE_ARRAY):
+        assert (saved / name).read_bytes() == (made / name).read_bytes(), name
+    manifest = json.loads((saved / "manifest.json").read_text())
+    assert manifest["source"] == str(fasta) and manifest["source_sha256"] is None
+    assert not database_module.same_source(saved, fasta)  # it need not be the whole file
+    q = mem.sequence(5)
+    search(q, mem, method="learned")  # the embeddings are now on mem
+    again = save_database(mem, tmp_path / "again")
+    assert (again / STORE_ARRAY).read_bytes() == (made / STORE_ARRAY).read_bytes()
+    sub = mem.subset([4, 9, 20])
+    part = SequenceDB.load(save_database(sub, tmp_path / "part"))
+    assert part.ids == sub.ids and np.array_equal(part.codes, sub.codes)
+    with pytest.raises(InputError, match="exists"):
+        save_database(mem, saved)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "db.fa", "made", "part",
+                                                          "saved"]

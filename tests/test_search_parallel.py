@@ -112,7 +112,7 @@ def test_a_fasta_database_is_searched_by_workers_through_a_temporary_directory(
     assert _key(one) == _key(iter_search(queries, open_database(dbdir), method, workers=1,
                                          evalue=1e3))
     assert any(len(h) > 1 for _, h in one)
-    sub = fasta.subset(range(3, 12))  # not the file's records: searched here, no directory
+    sub = fasta.subset(range(3, 12))  # not all the file's records: a directory of the subset
     assert _key(iter_search(queries, sub, method, workers=2, evalue=1e3)) == _key(
         iter_search(queries, sub, method, workers=1, evalue=1e3))
 
@@ -169,7 +169,7 @@ def test_no_room_for_the_temporary_database_searches_here_with_a_warning(databas
     def full(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(dbmod, "makedb", full)
+    monkeypatch.setattr(dbmod, "_write_file", full)  # the first file the directory gets
     with pytest.warns(RuntimeWarning, match="in one process.*No space left"):
         got = list(iter_search(seqs[:3], fasta, "sw", workers=2, evalue=1e3))
     assert _key(got) == _key(iter_search(seqs[:3], fasta, "sw", workers=1, evalue=1e3))

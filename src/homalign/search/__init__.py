@@ -16,7 +16,8 @@ Contract (other modules rely on these names)::
 :func:`search_many` and ``homalign search`` run a single-pass ``learned`` search with its PSSM
 round (:mod:`homalign.search.profile_round`) unless ``profile_round=False``.
 
-Also: :func:`makedb` (an on-disk database directory), :func:`search_many`
+Also: :func:`makedb` (an on-disk database directory; :func:`save_database` writes one of a
+database in memory), :func:`search_many`
 (many queries, progress bar), :func:`write_hits` (BLAST tabular, A3M, pairwise text), :func:`fuse_hits` (one ranking from
 several searches) and
 :func:`homalign.search.ray_backend.search_ray` (the same search sharded over Ray workers).
@@ -27,7 +28,7 @@ The k-mer prefilter is :func:`homalign.search.prefilter.prefilter`. E-value stat
 import sys as _sys
 import types as _types
 
-from homalign.search.database import SequenceDB, makedb, open_database
+from homalign.search.database import SequenceDB, makedb, open_database, save_database
 from homalign.search.engine import TargetReps, search
 from homalign.search.hits import BLAST_TAB_COLUMNS, Hit, fuse_hits, rank_hits, write_hits
 from homalign.search.parallel import search_many
@@ -41,6 +42,7 @@ __all__ = [
     "makedb",
     "open_database",
     "rank_hits",
+    "save_database",
     "search",
     "search_many",
     "write_hits",

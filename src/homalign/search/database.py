@@ -37,7 +37,7 @@ import shutil
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -348,6 +348,37 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     the end, so ``outdir`` is either complete or absent. An existing ``outdir`` is an error unless
     ``overwrite`` (then it is replaced only after the new one is complete).
     """
+    fasta = Path(fasta)
+    check_readable(fasta)
+    return _build(outdir, lambda tmp: _write_codes(fasta, tmp / "codes.npy"), fasta, k=k,
+                  overwrite=overwrite, learned=learned, embedding_dtype=embedding_dtype,
+                  progress=progress)
+
+
+def save_database(db: SequenceDB, outdir: str | Path, overwrite: bool = False,
+                  learned: bool = True, embedding_dtype: str = "float16",
+                  progress: bool = False) -> Path:
+    """Write the database ``db`` (e.g. read from a FASTA file) as a :func:`makedb` directory at
+    ``outdir``, from the records in memory: the files ``makedb`` writes for the same records,
+    the learned embeddings taken from ``db`` when a search has already computed them. The
+    manifest names ``db.source`` without a hash of it (``db`` need not hold all of that file).
+    """
+    def records(tmp: Path) -> tuple[list[str], list[str], np.ndarray]:
+        _write_file(tmp / "codes.npy", array=db.codes)
+        return list(db.ids), list(db.descriptions), db.offsets
+
+    return _build(outdir, records, None, k=db.k, overwrite=overwrite, learned=learned,
+                  embedding_dtype=embedding_dtype, progress=progress, records_of=db)
+
+
+def _build(outdir: str | Path,
+           write_records: Callable[[Path], tuple[list[str], list[str], np.ndarray]],
+           fasta: Path | None, *, k: int,
+           overwrite: bool, learned: bool, embedding_dtype: str, progress: bool,
+           records_of: SequenceDB | None = None) -> Path:
+    """:func:`makedb`'s directory at ``outdir``: ``write_records(tmp)`` writes ``codes.npy`` into
+    the temporary directory and returns (ids, descriptions, offsets); ``fasta``: the source to
+    name and hash (None: ``records_of.source``, unhashed)."""
     from homalign.version import __version__
 
     outdir = Path(outdir)
@@ -356,8 +387,6 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     if outdir.exists() and not (outdir / MANIFEST).exists():
         raise InputError("refusing to replace a directory that is not a homalign database",
                          path=outdir)
-    fasta = Path(fasta)
-    check_readable(fasta)
     parent = outdir.parent if str(outdir.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     # the temporary directories of earlier builds whose process is gone (a killed makedb)
@@ -366,18 +395,20 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
     tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=parent))
     (tmp / ".pid").write_text(str(os.getpid()))
     try:
-        ids, descriptions, offsets = _write_codes(fasta, tmp / "codes.npy")
+        ids, descriptions, offsets = write_records(tmp)
         _write_headers(tmp / "headers.json", ids, descriptions)
         _write_file(tmp / "offsets.npy", array=offsets)
         files = {}
         for name in ("headers.json", *(f"{a}.npy" for a in _ARRAYS)):
             p = tmp / name
             files[name] = {"sha256": file_sha256(p), "size": p.stat().st_size}
+        source = (str(fasta.resolve()) if fasta is not None
+                  else records_of.source if records_of is not None else None)
         manifest = {
             "format": DB_FORMAT, "version": DB_FORMAT_VERSION, "homalign": __version__,
             "k": k, "n_sequences": len(ids), "n_residues": int(offsets[-1]),
-            "source": str(fasta.resolve()),
-            "source_sha256": file_sha256(fasta), "files": files,
+            "source": source,
+            "source_sha256": file_sha256(fasta) if fasta is not None else None, "files": files,
         }
         if learned:
             from homalign.methods.learned import ranking_model
@@ -385,11 +416,13 @@ def makedb(fasta: str | Path, outdir: str | Path, k: int = 3, overwrite: bool = 
 
             ranking = ranking_model()
             if ranking is not None:
-                # the codes just written, memory-mapped (read a chunk of sequences at a time)
-                codes = np.load(tmp / "codes.npy", mmap_mode="r", allow_pickle=False)
-                db = SequenceDB(ids, descriptions, codes, offsets, source=str(fasta), k=k)
+                if records_of is not None:
+                    db = records_of
+                else:  # the codes just written, memory-mapped (a chunk of sequences at a time)
+                    codes = np.load(tmp / "codes.npy", mmap_mode="r", allow_pickle=False)
+                    db = SequenceDB(ids, descriptions, codes, offsets, source=source, k=k)
                 manifest["learned"] = write_store(db, ranking, tmp, embedding_dtype, progress)
-                del db, codes
+                del db
         _write_file(tmp / MANIFEST, data=json.dumps(manifest, indent=1).encode())
         (tmp / ".pid").unlink()
         os.chmod(tmp, 0o755)

@@ -32,6 +32,8 @@ STORE_ARRAY = "learned_residues.npy"
 STORE_FORMAT = "homalign-learned-embeddings"
 STORE_VERSION = 1
 DTYPES = ("float16", "float32")
+#: sequences a ``makedb`` embedding chunk holds (one chunk is written while the next is embedded)
+FILL_SEQUENCES = 1024
 
 
 @dataclass
@@ -76,21 +78,37 @@ def _fill(out: np.ndarray, db: Any, ranking: Any, progress: bool, chunk_sequence
 def _fill_file(path: Path, header: int, db: Any, ranking: Any, dtype: np.dtype, progress: bool,
                chunk_sequences: int) -> None:
     """:func:`_fill` into the array of the ``.npy`` file ``path``, each chunk mapped only while it
-    is written (a large database's embeddings never sit in memory at once)."""
+    is written (a large database's embeddings never sit in memory at once). A chunk is converted
+    and written on a second thread while the next one is embedded (at most two in memory)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from tqdm import tqdm
 
     n, dim = len(db), int(ranking.dim)
+
+    def write(a: int, b: int, embs: list[np.ndarray]) -> None:
+        part = np.memmap(path, dtype=dtype, mode="r+", shape=(b - a, dim),
+                         offset=header + a * dim * dtype.itemsize)
+        lo = 0
+        for e in embs:  # numpy's cast drops the GIL: the encoder's threads go on meanwhile
+            part[lo:lo + len(e)] = e
+            lo += len(e)
+        part.flush()
+        del part
+
     with tqdm(total=db.total_length, desc="embed", unit="res", unit_scale=True,
-              disable=not progress, dynamic_ncols=True) as bar:
+              disable=not progress, dynamic_ncols=True) as bar, ThreadPoolExecutor(1) as writer:
+        pending = None
         for lo in range(0, n, chunk_sequences):
             hi = min(n, lo + chunk_sequences)
             a, b = int(db.offsets[lo]), int(db.offsets[hi])
-            part = np.memmap(path, dtype=dtype, mode="r+", shape=(b - a, dim),
-                             offset=header + a * dim * dtype.itemsize)
-            part[:] = np.concatenate(ranking.embed_many([db.codes_of(i) for i in range(lo, hi)]))
-            part.flush()
-            del part
+            embs = ranking.embed_many([db.codes_of(i) for i in range(lo, hi)])
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(write, a, b, embs)
             bar.update(b - a)
+        if pending is not None:
+            pending.result()
 
 
 def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
@@ -105,9 +123,15 @@ def write_store(db: Any, ranking: Any, directory: Path, dtype: str = "float16",
     dt = np.dtype(dtype)
     shape = (int(db.total_length), int(ranking.dim))
     blank = np.lib.format.open_memmap(path, mode="w+", dtype=dt, shape=shape)
-    del blank  # the file exists at its full size; now fill it a chunk at a time
-    header = path.stat().st_size - shape[0] * shape[1] * dt.itemsize
-    _fill_file(path, header, db, ranking, dt, progress, 4096)
+    known = getattr(db, "cache", {}).get(("learned-embeddings", ranking.fingerprint))
+    if known is not None and known.residues.dtype == dt:  # a search here computed them
+        blank[:] = known.residues
+        blank.flush()
+        del blank
+    else:
+        del blank  # the file exists at its full size; now fill it a chunk at a time
+        header = path.stat().st_size - shape[0] * shape[1] * dt.itemsize
+        _fill_file(path, header, db, ranking, dt, progress, FILL_SEQUENCES)
     meta = {"format": STORE_FORMAT, "version": STORE_VERSION,
             "weights": ranking.fingerprint, "dim": ranking.dim, "dtype": dtype,
             "n_residues": int(db.total_length), "size": path.stat().st_size,

@@ -9,8 +9,9 @@ on the thread count (:mod:`homalign.threads`), and each query is searched alone.
 
 Workers open the database themselves, so nothing large crosses a pipe: a ``homalign makedb``
 directory is memory-mapped with its stored embeddings and neighbour lists. A database read from
-a FASTA file first becomes such a directory in a temporary folder (``makedb``; for a learned
-search with its embeddings, made once with all threads), removed when the search ends; one
+a FASTA file first becomes such a directory in a temporary folder (``save_database``, from the
+records in memory; for a learned search with its embeddings, made once with all threads),
+removed when the search ends; one
 built in Python is searched in this process, with the threads inside each query. Workers are
 spawned (a fresh interpreter: no fork of a process whose numba, torch and OpenMP pools may be
 running), end with their parent (:func:`homalign.workers.init_worker`), and a worker's exception
@@ -29,8 +30,6 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from homalign.io.atomic import remove_abandoned_dirs
 from homalign.search.database import SequenceDB, open_database
@@ -181,17 +180,13 @@ def _fasta_source(db: SequenceDB) -> str | None:
     return src if src is not None and Path(src).is_file() else None
 
 
-def _database_of(db: SequenceDB, out: Path, *, learned: bool) -> str | None:
-    """A ``homalign makedb`` directory at ``out`` of the FASTA file ``db`` was read from, for
-    worker processes to open (with the learned search's embeddings when ``learned``: the same
-    float16 numbers an in-memory database ranks with), or None when ``db`` is not that file's
-    records as read (e.g. a subset of them)."""
-    from homalign.search.database import makedb
+def _database_of(db: SequenceDB, out: Path, *, learned: bool) -> str:
+    """A ``homalign makedb`` directory at ``out`` of the records of ``db``, for worker processes
+    to open (with the learned search's embeddings when ``learned``: the same float16 numbers an
+    in-memory database ranks with)."""
+    from homalign.search.database import save_database
 
-    built = open_database(makedb(_fasta_source(db), out, learned=learned))
-    if built.ids != db.ids or not np.array_equal(built.codes, db.codes):
-        return None
-    return str(out)
+    return str(save_database(db, out, learned=learned))
 
 
 def _in_workers(qs: list[Sequence], db_dir: str, n: int, method: str, options: dict[str, Any],
