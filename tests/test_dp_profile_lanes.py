@@ -170,3 +170,33 @@ def test_pssm_search_same_hits_with_and_without_fast_path(small_db, monkeypatch)
     assert len(calls) == 3  # the generic path did not call the kernel
     assert all(fast) and fast == slow
     assert fast[0][0][0] == "fam0_0"
+
+
+@pytest.mark.skipif(not lanes.lanes_int.INT8_LANES, reason="the int8 kernel needs AVX2")
+def test_an_integer_profile_with_uniform_gaps_runs_in_int8_lanes(monkeypatch) -> None:
+    """PSI-BLAST's kind of profile (integer scores, uniform integer gaps) goes through the int8
+    kernel; targets past its limit (here long matches) are rescored in float32, every score
+    align_score's."""
+    rng = np.random.default_rng(11)
+    lq = 120
+    P = np.round(rng.normal(-1.0, 2.0, (lq, N_CODES))).astype(np.float32)
+    best = rng.integers(0, N_CODES, lq)
+    P[np.arange(lq), best] = 6.0  # the query's own residues score high
+    targets = [rng.integers(0, N_CODES, int(rng.integers(1, 200))) for _ in range(150)]
+    targets += [best.copy(), np.concatenate([rng.integers(0, N_CODES, 30), best[10:90]])]
+    calls: list[tuple[int, int]] = []
+    real = lanes.lanes_int.int8_profile_scores
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        scores, sat = real(*args, **kwargs)
+        calls.append((len(scores), int(sat.sum())))
+        return scores, sat
+
+    monkeypatch.setattr(lanes.lanes_int, "int8_profile_scores", spy)
+    vec = _gap_vectors(rng, lq, "constant")
+    _check(P, targets, vec)
+    assert calls and calls[0][0] == len(targets) and calls[0][1] >= 2  # the two long matches
+    calls.clear()
+    _check(P + 0.5, targets, vec)  # not integer: the float32 kernel alone
+    _check(P, targets, _gap_vectors(rng, lq, "integer"))  # position-specific: float32 alone
+    assert not calls

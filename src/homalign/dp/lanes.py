@@ -762,6 +762,9 @@ def score_local_profile(profile: np.ndarray, targets: Sequence, q_ins_open: np.n
     ``_group_profile``, whose lanes look their scores up in the profile row of the current query
     position (:func:`homalign.dp.simd.lookup_lanes16`) and perform ``score_general``'s float32
     operations on the costs of :func:`profile_row_costs`. Groups run in parallel (numba threads).
+    An integer profile with uniform integer gaps (PSI-BLAST's kind) runs first through the int8
+    kernel of :mod:`homalign.dp.lanes_int` (64 targets a vector, exact below its limit; the
+    targets that reach it go to the float32 kernel).
 
     Raises ValueError (as ``align_score`` does for an empty matrix) for a profile that is not
     2-D with Lq >= 1 and 1 <= K < 32, or not finite; an empty target; codes outside [0, K);
@@ -790,15 +793,44 @@ def score_local_profile(profile: np.ndarray, targets: Sequence, q_ins_open: np.n
         return np.array([align_score(P[:, tc[o:o + m]], GapCosts.from_vectors(lq, int(m), **vec),
                                      "local") for o, m in zip(to, tl, strict=True)],
                         dtype=np.float32)
+    costs = profile_row_costs(gaps)
+    uniform = _uniform_costs(costs)
+    if uniform is not None and lanes_int.INT8_LANES:
+        limit = lanes_int.int8_limit(P, *uniform)
+        if limit is not None:  # an integer PSSM with uniform integer gaps, as PSI-BLAST's
+            scores, sat = lanes_int.int8_profile_scores(P, *uniform, limit, tc, to, tl)
+            which = np.flatnonzero(sat)
+            if which.size:  # past int8's limit: the float32 kernel
+                sub = pack_codes([tc[to[k]:to[k] + tl[k]] for k in which.tolist()], K)
+                scores[which] = _profile_float32(P, costs, *sub)
+            return scores
+    return _profile_float32(P, costs, tc, to, tl)
+
+
+def _uniform_costs(costs: tuple[np.ndarray, ...]) -> tuple[np.float32, np.float32] | None:
+    """(first residue, each further one) of :func:`profile_row_costs` that are the same in
+    every row and for both gap directions, or None."""
+    go_i, ge_i, go_d, ge_d = costs
+    go, ge = go_i[0], ge_i[0]
+    if ((go_i == go).all() and (go_d == go).all() and (ge_i == ge).all()
+            and (ge_d == ge).all()):
+        return np.float32(go), np.float32(ge)
+    return None
+
+
+def _profile_float32(P: np.ndarray, costs: tuple[np.ndarray, ...], tc: np.ndarray,
+                     to: np.ndarray, tl: np.ndarray) -> np.ndarray:
+    """:func:`score_local_profile`'s float32 kernel over the packed targets."""
+    lq, K = P.shape
+    n = len(tl)
     table = np.full((lq + 1) * CODE_TABLE, NEG, dtype=np.float32)  # and a row of -inf
     table.reshape(lq + 1, CODE_TABLE)[:lq, :K] = P
     order = np.argsort(tl, kind="stable").astype(np.int64)
     scores = np.zeros(n, dtype=np.float32)
     if PERMUTE_TABLE:
         roffs = np.arange(lq, dtype=np.int64) * CODE_TABLE
-        _run_shared(table, roffs, lq * CODE_TABLE, *profile_row_costs(gaps), tc, to, tl, order,
-                    scores)
+        _run_shared(table, roffs, lq * CODE_TABLE, *costs, tc, to, tl, order, scores)
     else:  # no vpermi2ps: the rows' scores through lookup_lanes16's gathers
         _run_rows(table, tc[:0], np.zeros(n, np.int64), np.full(n, lq, np.int64), tc, to, tl,
-                  order, *profile_row_costs(gaps), True, scores)
+                  order, *costs, True, scores)
     return scores

@@ -334,11 +334,12 @@ def _lane_codes(tc, to, tl, idx, T, tv, lanes):  # noqa: ANN001, ANN201, PLR0913
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _shared_sweeps(tab, q, tv, n, T, go, ge, limit, st):  # noqa: ANN001, ANN201, PLR0913
+def _shared_sweeps(tab, q, tv, n, T, go, ge, limit, st, pad):  # noqa: ANN001, ANN201, PLR0913
     """The query ``q`` against the ``n`` targets whose lane-major codes are ``tv`` (at most one
     vector of ``st``'s lanes, T columns; :func:`_lane_codes`), SHARED_ROWS query rows a sweep,
     into the running best ``st`` (int16 or int8); stops early once every lane has reached
-    ``limit``."""
+    ``limit``. ``q``: the rows' table rows (residue codes, or positions for a profile's table),
+    ``pad``: the table row of the rows past the query."""
     lanes = st.shape[0]
     Q = q.shape[0]
     hb = np.zeros(T * lanes, dtype=st.dtype)
@@ -347,7 +348,7 @@ def _shared_sweeps(tab, q, tv, n, T, go, ge, limit, st):  # noqa: ANN001, ANN201
     for i0 in range(0, Q, SHARED_ROWS):
         for r in range(SHARED_ROWS):  # rows past the query: the pad row (only gaps reach it)
             i = i0 + r
-            rows[r] = np.int64(q[i]) * lanes if i < Q else PAD * lanes
+            rows[r] = np.int64(q[i]) * lanes if i < Q else pad * lanes
         _sweep_shared(hb, eb, tv, tab, rows, T, go, ge, st)
         if (i0 // SHARED_ROWS + 1) % _CHECK_BLOCKS == 0 and _all_saturated(st, n, limit):
             break
@@ -589,7 +590,7 @@ def _group16(tab, qc, qo, ql_, tc, to, tl, idx, go, ge, limit, out, sat):  # noq
         if shared:  # one query: a score vector is the query residue's row permuted by codes
             tv = np.empty(T * LANES16, dtype=np.int16)
             _lane_codes(tc, to, tl, idx, T, tv, LANES16)
-            _shared_sweeps(tab, qc[qo[k0]:qo[k0] + ql_[k0]], tv, n, T, go, ge, limit, st)
+            _shared_sweeps(tab, qc[qo[k0]:qo[k0] + ql_[k0]], tv, n, T, go, ge, limit, st, PAD)
         else:  # independent pairs: each lane's matrix row by its own codes, transposed
             hb = np.zeros(T * LANES16, dtype=np.int16)
             eb = np.zeros(T * LANES16, dtype=np.int16)
@@ -709,7 +710,7 @@ def int8_layout(tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
 
 
 @njit(cache=True, parallel=True)
-def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sat, gapped):  # noqa: ANN001, ANN201, PLR0913
+def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sat, gapped, pad):  # noqa: ANN001, ANN201, PLR0913, E501
     ng = widths.shape[0]
     for p0 in prange(ng):
         g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
@@ -719,7 +720,7 @@ def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sa
         tv = codes[starts[g]:starts[g] + T * lanes]
         if T > 0 and q.shape[0] > 0:
             if gapped:
-                _shared_sweeps(tab, q, tv, idx.shape[0], T, go, ge, limit, st)
+                _shared_sweeps(tab, q, tv, idx.shape[0], T, go, ge, limit, st, pad)
             else:
                 _ungapped_sweeps(tab, q, tv, idx.shape[0], T, limit, st)
         for u in range(idx.shape[0]):
@@ -743,10 +744,21 @@ def int8_scores(M: np.ndarray, go: float, ge: float, limit: int, q: np.ndarray,
     return _int8_pass(M, limit, q, tc, to, tl, layout, (go, ge))
 
 
-def _int8_pass(M: np.ndarray, limit: int, q: np.ndarray, tc: np.ndarray, to: np.ndarray,
-               tl: np.ndarray, layout: Int8Layout | None,
+def int8_profile_scores(P: np.ndarray, go: float, ge: float, limit: int, tc: np.ndarray,
+                        to: np.ndarray, tl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(scores, saturated) of the query profile ``P`` ((Lq, K) integer scores, a PSSM: row i
+    scores query position i against each target code) against each packed target, with uniform
+    gaps (``go`` a gap's first residue, ``ge`` each further one): :func:`int8_scores`' kernel
+    whose table rows are the profile's rows instead of a matrix's (``limit`` from
+    :func:`int8_limit` of ``P``)."""
+    return _int8_pass(P, limit, None, tc, to, tl, None, (go, ge))
+
+
+def _int8_pass(M: np.ndarray, limit: int, q: np.ndarray | None, tc: np.ndarray,
+               to: np.ndarray, tl: np.ndarray, layout: Int8Layout | None,
                gaps: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`int8_scores` (``gaps``: (go, ge)) or :func:`int8_ungapped_scores` (None)."""
+    """:func:`int8_scores` (``gaps``: (go, ge)) or :func:`int8_ungapped_scores` (None); with
+    ``q`` None, ``M`` is a query profile (:func:`int8_profile_scores`)."""
     lanes = INT8_LANES
     if not lanes:
         raise RuntimeError("the int8 kernel needs AVX2 (or AVX-512BW and AVX-512 VBMI)")
@@ -761,8 +773,12 @@ def _int8_pass(M: np.ndarray, limit: int, q: np.ndarray, tc: np.ndarray, to: np.
         raise ValueError(f"the layout holds {len(layout.order)} targets in groups of "
                          f"{layout.lanes}, not {n} in groups of {lanes}")
     g8, e8 = (np.int64(min(float(g), I8_MAX)) for g in (gaps or (0.0, 0.0)))
-    _run8(_table8(M, lanes), np.ascontiguousarray(q, dtype=np.int32), *layout[:4],
-          np.int64(lanes), g8, e8, np.int8(limit), scores, sat, gaps is not None)
+    if q is None:  # a profile: row i of the table is position i's, the pad row follows
+        tab, rows, pad = _profile_table8(M, lanes), np.arange(len(M), dtype=np.int32), len(M)
+    else:
+        tab, rows, pad = _table8(M, lanes), np.ascontiguousarray(q, dtype=np.int32), PAD
+    _run8(tab, rows, *layout[:4], np.int64(lanes), g8, e8, np.int8(limit), scores, sat,
+          gaps is not None, np.int64(pad))
     return scores, sat
 
 
@@ -773,6 +789,15 @@ def _table8(M: np.ndarray, lanes: int) -> np.ndarray:
     width = LANES8 if lanes == LANES8 else TABLE16  # a row per code: vpermb 64, vpshufb 32
     tab = np.full((width, width), I8_MIN, dtype=np.int8)
     tab[:K, :K] = np.clip(M, I8_MIN, I8_MAX).astype(np.int8)
+    return tab.reshape(-1) if lanes == LANES8 else tab
+
+
+def _profile_table8(P: np.ndarray, lanes: int) -> np.ndarray:
+    """:func:`_table8` of a query profile: row i holds ``P[i, :]`` (-128 past its K codes), then
+    one pad row of -128; flat for the 64-lane kernel, 2-D for the 32-lane one."""
+    lq, K = np.asarray(P).shape
+    tab = np.full((lq + 1, lanes), I8_MIN, dtype=np.int8)
+    tab[:lq, :K] = np.clip(P, I8_MIN, I8_MAX).astype(np.int8)
     return tab.reshape(-1) if lanes == LANES8 else tab
 
 

@@ -135,13 +135,16 @@ HHM_MAC_DEFAULTS = _defaults(HHM_MAC_OPTIONS)
 
 class ProteinRep:
     """One protein prepared for a profile method: its sequence and, built on first use, its
-    Profile and ProfileHMM (from the source the options name)."""
+    Profile and ProfileHMM (from the source the options name). ``blast_scores``: PSI-BLAST's
+    scoring, the PSSM rounded to integers and uniform gaps instead of the MSA's gap statistics
+    (the integer kernels then score it)."""
 
     def __init__(self, seq: Sequence, role: str | None = None, options: dict | None = None,
-                 source: Profile | ProfileHMM | None = None) -> None:
+                 source: Profile | ProfileHMM | None = None, blast_scores: bool = False) -> None:
         self.seq = seq
         self.role = role
         self.options = dict(options or {})
+        self.blast_scores = blast_scores
         if source is not None:
             self.__dict__["source"] = source
 
@@ -162,14 +165,20 @@ class ProteinRep:
     def pssm(self, kind: str = "logodds") -> np.ndarray:
         key = f"_pssm_{kind}"
         if key not in self.__dict__:
-            self.__dict__[key] = self.profile.pssm(kind)
+            pssm = self.profile.pssm(kind)
+            self.__dict__[key] = np.rint(pssm) if self.blast_scores else pssm
         return self.__dict__[key]
 
     def gap_vectors(self, open: float, extend: float) -> dict[str, np.ndarray]:
         """The profile's gap vectors (memoised per rep: a search reuses them per target)."""
         key = ("_gapvec", float(open), float(extend))
         if key not in self.__dict__:
-            self.__dict__[key] = self.profile.gap_vectors(open, extend)
+            n = len(self.profile)
+            self.__dict__[key] = ({"del_open": np.full(n, float(open)),
+                                   "del_ext": np.full(n, float(extend)),
+                                   "ins_open": np.full(n + 1, float(open)),
+                                   "ins_ext": np.full(n + 1, float(extend))}
+                                  if self.blast_scores else self.profile.gap_vectors(open, extend))
         return self.__dict__[key]
 
     def query_gap_costs(self, lt: int, open: float, extend: float):

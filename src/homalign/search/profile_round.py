@@ -9,7 +9,8 @@ its positions vary. A learned search (``homalign.search(..., method="learned")``
    searched with Smith-Waterman (BLOSUM62 11/1, as a first PSI-BLAST round), and those with
    E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's inclusion threshold) form the query's MSA
    (:func:`homalign.search.hits.msa_from_alignments`);
-2. that MSA's PSSM scores the learned candidates and the database's best
+2. that MSA's PSSM, rounded to integers with uniform gaps as PSI-BLAST scores (the int8
+   kernel's lanes), scores the learned candidates and the database's best
    :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``);
 3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
    learned ranking too;
@@ -64,7 +65,8 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     inc = search(q, db, method="sw", evalue=INCLUSION_EVALUE, max_hits=None, candidates=cand,
                  matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
     msa = msa_from_alignments(q, hit_alignments(q, inc))
-    rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX))
+    rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX),
+                     blast_scores=True)
     wider = best_by_sw(q, db, np.arange(len(db), dtype=np.int64), PSSM_CANDIDATES)
     return search(q, db, method="pssm", evalue=math.inf, max_hits=None,
                   candidates=np.union1d(wider, cand), traceback=False, query_rep=rep,
