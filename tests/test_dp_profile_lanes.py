@@ -172,11 +172,17 @@ def test_pssm_search_same_hits_with_and_without_fast_path(small_db, monkeypatch)
     assert fast[0][0][0] == "fam0_0"
 
 
-@pytest.mark.skipif(not lanes.lanes_int.INT8_LANES, reason="the int8 kernel needs AVX2")
-def test_an_integer_profile_with_uniform_gaps_runs_in_int8_lanes(monkeypatch) -> None:
+@pytest.mark.parametrize("avx2", [False, True])
+def test_an_integer_profile_with_uniform_gaps_runs_in_int8_lanes(monkeypatch, avx2: bool) -> None:
     """PSI-BLAST's kind of profile (integer scores, uniform integer gaps) goes through the int8
-    kernel; targets past its limit (here long matches) are rescored in float32, every score
-    align_score's."""
+    kernel (the host's, and the 32-lane AVX2 one, which any AVX2 CPU runs); targets past its
+    limit (here long matches) are rescored in float32, every score align_score's."""
+    from homalign.dp.simd import host_has
+
+    if not host_has("avx2"):
+        pytest.skip("no AVX2 on this CPU: the int8 kernels do not run here")
+    if avx2:
+        monkeypatch.setattr(lanes.lanes_int, "INT8_LANES", lanes.lanes_int.LANES8 // 2)
     rng = np.random.default_rng(11)
     lq = 120
     P = np.round(rng.normal(-1.0, 2.0, (lq, N_CODES))).astype(np.float32)
