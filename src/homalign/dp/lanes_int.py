@@ -672,9 +672,10 @@ def int16_scores(M: np.ndarray, go: float, ge: float, limit: int, qc: np.ndarray
 # ------------------------------------------------ int8: one query against many targets
 class Int8Layout(NamedTuple):
     """Targets as the int8 kernel reads them, whatever the query (:func:`int8_layout`): sorted
-    by length (``order``), ``lanes`` a group; group g's lane-major codes (:func:`_lane_codes`)
-    are ``codes[starts[g]:starts[g] + lanes widths[g]]``, ``widths[g]`` its longest target. One
-    layout serves every query of a database (``homalign.search.sw_scores`` keeps it)."""
+    by length (``order``), ``lanes`` a group, the part-filled group the shortest (:func:`_group`);
+    group g's lane-major codes (:func:`_lane_codes`) are ``codes[starts[g]:starts[g] + lanes
+    widths[g]]``, ``widths[g]`` its longest target. One layout serves every query of a database
+    (``homalign.search.sw_scores`` keeps it)."""
 
     order: np.ndarray
     widths: np.ndarray
@@ -684,9 +685,17 @@ class Int8Layout(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
+def _group(order, ng, lanes, g):  # noqa: ANN001, ANN202
+    """The targets of group ``g`` of ``ng`` (``order``: sorted by length): ``lanes`` a group, the
+    part-filled one first, so that the empty lanes run as long as the shortest targets."""
+    skip = ng * lanes - order.shape[0]
+    return order[max(0, g * lanes - skip):(g + 1) * lanes - skip]
+
+
+@njit(cache=True, nogil=True)
 def _fill_layout(tc, to, tl, order, widths, starts, codes, lanes):  # noqa: ANN001, ANN201, PLR0913
     for g in range(widths.shape[0]):
-        idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
+        idx = _group(order, widths.shape[0], lanes, g)
         T = widths[g]
         _lane_codes(tc, to, tl, idx, T, codes[starts[g]:starts[g] + T * lanes], lanes)
 
@@ -700,7 +709,8 @@ def int8_layout(tc: np.ndarray, to: np.ndarray, tl: np.ndarray,
     tl = np.ascontiguousarray(tl, dtype=np.int64)
     order = np.argsort(tl, kind="stable").astype(np.int64)
     ng = (len(order) + lanes - 1) // lanes
-    widths = tl[order[np.minimum(np.arange(1, ng + 1) * lanes, len(order)) - 1]]  # sorted: last
+    skip = ng * lanes - len(order)  # the empty lanes, all in the first (shortest) group
+    widths = tl[order[np.arange(1, ng + 1) * lanes - skip - 1]]  # sorted: a group's last
     starts = np.zeros(ng, dtype=np.int64)
     np.cumsum(widths[:-1] * lanes, out=starts[1:])
     codes = np.empty(int(widths.sum()) * lanes, dtype=np.int8)
@@ -714,7 +724,7 @@ def _run8(tab, q, order, widths, starts, codes, lanes, go, ge, limit, scores, sa
     ng = widths.shape[0]
     for p0 in prange(ng):
         g = p0 // 2 if p0 % 2 == 0 else ng - 1 - p0 // 2  # short and long groups alternate
-        idx = order[g * lanes:min(order.shape[0], (g + 1) * lanes)]
+        idx = _group(order, ng, lanes, g)
         st = np.zeros(lanes, dtype=np.int8)
         T = widths[g]
         tv = codes[starts[g]:starts[g] + T * lanes]
