@@ -763,7 +763,7 @@ def score_local_profile(profile: np.ndarray, targets: Sequence, q_ins_open: np.n
     position (:func:`homalign.dp.simd.lookup_lanes16`) and perform ``score_general``'s float32
     operations on the costs of :func:`profile_row_costs`. Groups run in parallel (numba threads).
     An integer profile with uniform integer gaps (PSI-BLAST's kind) runs first through the int8
-    kernel of :mod:`homalign.dp.lanes_int` (64 targets a vector, exact below its limit; the
+    kernel of :mod:`homalign.dp.lanes_int` (64 targets a vector, 32 on AVX2; exact below its limit; the
     targets that reach it go to the float32 kernel).
 
     Raises ValueError (as ``align_score`` does for an empty matrix) for a profile that is not
