@@ -34,6 +34,21 @@ def _vectors(gaps) -> dict[str, np.ndarray]:
     return {n: np.asarray(getattr(gaps, n)) for n in names}
 
 
+
+def test_an_hmm_computes_its_transition_gaps_once():
+    """``pair_gap_costs`` reads each HMM's gap vectors from ``transition_gaps``: computed on first
+    use, the same arrays afterwards, equal to :func:`hmm_gap_vectors`."""
+    from homalign.profile.hmm import hmm_gap_vectors, pair_gap_costs
+
+    q, t = _tiny_pair(4)
+    first = t.hmm.transition_gaps
+    assert t.hmm.transition_gaps is first
+    for name, v in hmm_gap_vectors(t.hmm).items():
+        np.testing.assert_array_equal(first[name], v)
+    g = pair_gap_costs(q.hmm, t.hmm, gap_weight=0.4)
+    np.testing.assert_allclose(g.t_del_open, 0.4 * first["del_open"])
+    np.testing.assert_allclose(g.q_ins_open, 0.4 * q.hmm.transition_gaps["del_open"])
+
 @pytest.mark.parametrize("seed", range(6))
 def test_hmm_pair_posteriors_match_brute_force(seed):
     q, t = _tiny_pair(seed)

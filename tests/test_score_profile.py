@@ -59,6 +59,16 @@ def test_hhsearch_column_score():
     np.testing.assert_allclose(hhsearch_scores(bgm, bgm, BACKGROUND), 0.0, atol=1e-6)
 
 
+
+def test_hhsearch_scores_equal_the_float64_formula_on_long_profiles():
+    """The float32 kernel (a row of 20-term sums at a time, then log2) against numpy's float64
+    on shapes past one vector of lanes, with scale and shift."""
+    p, q = _rand(37, 11), _rand(53, 12)
+    S = hhsearch_scores(p, q, BACKGROUND, shift=0.25, scale=0.7)
+    want = 0.7 * (np.log2((p / BACKGROUND) @ q.T) + 0.25)
+    assert S.dtype == np.float32 and S.shape == (37, 53)
+    np.testing.assert_allclose(S, want, rtol=1e-5, atol=1e-5)
+
 def test_compass_formula_and_symmetry():
     fa, pa, fb, pb = _rand(3, 7), _rand(3, 8), _rand(4, 9), _rand(4, 10)
     na, nb = np.array([1.0, 2.0, 5.0]), np.array([1.0, 3.0, 1.5, 7.0])

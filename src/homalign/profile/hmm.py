@@ -23,6 +23,7 @@ HHsearch's pair-state Viterbi.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,12 @@ class ProfileHMM:
 
     def __len__(self) -> int:
         return len(self.query)
+
+    @cached_property
+    def transition_gaps(self) -> dict[str, np.ndarray]:
+        """:func:`hmm_gap_vectors` of this HMM, computed once (a search pairs a target's HMM
+        with every query)."""
+        return hmm_gap_vectors(self)
 
     @classmethod
     def from_profile(cls, profile: Profile, name: str | None = None) -> ProfileHMM:
@@ -118,7 +125,7 @@ def pair_gap_costs(q: ProfileHMM, t: ProfileHMM, *, gap_weight: float = 0.5, sca
     """``GapCosts`` for aligning two HMMs: both sides' transition costs, weighted (see above)."""
     from homalign.dp import GapCosts
 
-    gq, gt = hmm_gap_vectors(q), hmm_gap_vectors(t)
+    gq, gt = q.transition_gaps, t.transition_gaps
     w = gap_weight * scale
     return GapCosts(
         q_ins_open=w * gq["del_open"], q_ins_ext=w * gq["del_ext"],
