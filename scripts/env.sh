@@ -37,6 +37,9 @@ q = encode("W" * 40); ungapped_scores(q, q, np.array([0, 40]), np.array([0]))'
     rm -rf "$warm"
     touch "$stamp"
 fi
+# byte-compile the package (only what changed): under PYTHONDONTWRITEBYTECODE every homalign
+# process would otherwise compile its ~100 modules from source, ~0.1 s of each start
+.venv/bin/python -m compileall -q src/homalign >/dev/null
 # The peers (BLAST+, HMMER, HH-suite, MMseqs2) are Debian packages; the benchmarks and the
 # peer-adapter tests run them. mmseqs2-examples' 20,000 UniProt sequences are the default
 # homologue database of `learned-homologs`. Install them when missing and we are allowed to.

@@ -164,3 +164,15 @@ def test_benchmark_workers_are_pinned_to_one_thread(monkeypatch):
         assert pool.submit(numba.get_num_threads).result() == 1
         assert pool.submit(torch.get_num_threads).result() == 1
         assert pool.submit(os.getenv, "OMP_NUM_THREADS").result() == "1"
+
+
+def test_python_dash_m_runs_the_same_command(files):
+    q, db, _ = files
+    script = _homalign("search", str(q), str(db))
+    module = subprocess.run([sys.executable, "-m", "homalign", "search", str(q), str(db)],
+                            capture_output=True, env=ENV, timeout=600, check=False)
+    assert module.returncode == 0, module.stderr.decode()
+    assert module.stdout == script.stdout and module.stdout.count(b"\n") >= 3
+    bad = subprocess.run([sys.executable, "-m", "homalign", "search", "--evalu", "1"],
+                         capture_output=True, env=ENV, timeout=600, check=False)
+    assert bad.returncode == 2 and b"--evalu" in bad.stderr
