@@ -49,6 +49,58 @@ def test_an_hmm_computes_its_transition_gaps_once():
     np.testing.assert_allclose(g.t_del_open, 0.4 * first["del_open"])
     np.testing.assert_allclose(g.q_ins_open, 0.4 * q.hmm.transition_gaps["del_open"])
 
+
+
+@pytest.mark.parametrize("constant", [False, True])
+def test_pair_gap_costs_share_each_hmms_half_with_the_same_values(constant):
+    """``pair_gap_costs`` pairs the HMMs' cached halves (``side_costs``): the same eight vectors,
+    kernel sums, sign and constant-cost answers as a GapCosts built from the products, with
+    nothing copied for the second pair."""
+    from homalign.dp import GapCosts
+    from homalign.profile.hmm import pair_gap_costs
+
+    q, t = _tiny_pair(5)
+    hq, ht = q.hmm, t.hmm
+    if constant:  # one transition row everywhere: position-independent costs
+        ht = ProfileHMM(ht.query, ht.probs, np.tile(ht.transitions[:1], (len(ht), 1)),
+                        ht.n_eff, ht.neff)
+        hq = ProfileHMM(hq.query, hq.probs, np.tile(hq.transitions[:1], (len(hq), 1)),
+                        hq.n_eff, hq.neff)
+    w = 0.4 * 0.7
+    gq, gt = hq.transition_gaps, ht.transition_gaps
+    ref = GapCosts(q_ins_open=w * gq["del_open"], q_ins_ext=w * gq["del_ext"],
+                   t_ins_open=w * gt["ins_open"], t_ins_ext=w * gt["ins_ext"],
+                   t_del_open=w * gt["del_open"], t_del_ext=w * gt["del_ext"],
+                   q_del_open=w * gq["ins_open"], q_del_ext=w * gq["ins_ext"])
+    g = pair_gap_costs(hq, ht, gap_weight=0.4, scale=0.7)
+    for name, v in _vectors(ref).items():
+        np.testing.assert_array_equal(getattr(g, name), v, err_msg=name)
+    for a, b in zip(g.kernel_vectors(), ref.kernel_vectors(), strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert not a.flags.writeable
+    assert g.nonnegative == ref.nonnegative
+    assert g.constant_costs() == ref.constant_costs()
+    assert (ref.constant_costs() is not None) == constant
+    again = pair_gap_costs(hq, ht, gap_weight=0.4, scale=0.7)
+    assert again.t_del_open is g.t_del_open and again.q_del_ext is g.q_del_ext
+
+
+def test_side_costs_reject_bad_vectors():
+    from homalign.dp.gaps import SideCosts
+
+    side = SideCosts([1.0, 2.0], [0.5, 0.5], [3.0, 3.0, 3.0], [1.0, 1.0, 1.0])
+    assert len(side) == 2 and side.nonnegative and not side.constant
+    with pytest.raises(ValueError, match="slot_open must have length 3"):
+        SideCosts([1.0, 2.0], [0.5, 0.5], [3.0, 3.0], [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="residue_ext must be finite"):
+        SideCosts([1.0, 2.0], [0.5, np.nan], [3.0, 3.0, 3.0], [1.0, 1.0, 1.0])
+    q, _ = _tiny_pair(1)
+    bad = ProfileHMM(q.hmm.query, q.hmm.probs, np.full_like(q.hmm.transitions, np.nan),
+                     q.hmm.n_eff, q.hmm.neff, name="broken")
+    with pytest.raises(ValueError, match="HMM 'broken': gap costs"):
+        bad.side_costs(0.4)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_hmm_pair_posteriors_match_brute_force(seed):
     q, t = _tiny_pair(seed)

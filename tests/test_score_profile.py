@@ -61,13 +61,27 @@ def test_hhsearch_column_score():
 
 
 def test_hhsearch_scores_equal_the_float64_formula_on_long_profiles():
-    """The float32 kernel (a row of 20-term sums at a time, then log2) against numpy's float64
-    on shapes past one vector of lanes, with scale and shift."""
+    """The float32 scores (one BLAS product, then log2) against numpy's float64 on shapes past
+    one vector of lanes, with scale and shift."""
     p, q = _rand(37, 11), _rand(53, 12)
     S = hhsearch_scores(p, q, BACKGROUND, shift=0.25, scale=0.7)
     want = 0.7 * (np.log2((p / BACKGROUND) @ q.T) + 0.25)
     assert S.dtype == np.float32 and S.shape == (37, 53)
     np.testing.assert_allclose(S, want, rtol=1e-5, atol=1e-5)
+
+def test_hhsearch_scores_do_not_depend_on_the_blas_thread_count():
+    """BLAS splits the product's rows and columns among threads, never a 20-term sum: the same
+    bits on one thread and on two, for long profiles (BLAS runs threaded past ~64k cells)."""
+    from threadpoolctl import threadpool_limits
+
+    for seed, (n, m) in enumerate(((700, 900), (1500, 333), (257, 1200))):
+        p, q = _rand(n, 20 + seed), _rand(m, 30 + seed)
+        with threadpool_limits(1, user_api="blas"):
+            one = hhsearch_scores(p, q, BACKGROUND, shift=-0.03)
+        with threadpool_limits(2, user_api="blas"):
+            two = hhsearch_scores(p, q, BACKGROUND, shift=-0.03)
+        np.testing.assert_array_equal(one, two)
+
 
 def test_compass_formula_and_symmetry():
     fa, pa, fb, pb = _rand(3, 7), _rand(3, 8), _rand(4, 9), _rand(4, 10)

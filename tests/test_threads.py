@@ -72,3 +72,20 @@ def test_the_search_api_turns_the_advice_off_too() -> None:
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True, env=env).stdout.split()
     assert out == ["True", "False", "t1"]
+
+
+def test_one_blas_thread_is_free_after_set_threads_one_and_limits_otherwise() -> None:
+    """After set_threads(1) BLAS already runs on one thread and the context changes nothing;
+    after set_threads(2) it lowers BLAS to one thread inside and restores two after."""
+    out = _run("import contextlib; from threadpoolctl import threadpool_info; "
+               "from homalign.threads import one_blas_thread, set_threads\n"
+               "def blas(): return [i['num_threads'] for i in threadpool_info() "
+               "if i['user_api'] == 'blas']\n"
+               "set_threads(1); c = one_blas_thread(); "
+               "print(isinstance(c, contextlib.nullcontext), blas())\n"
+               "set_threads(2)\n"
+               "with one_blas_thread(): inside = blas()\n"
+               "print(inside, blas())")
+    first, second = out.splitlines()
+    assert first.startswith("True [1")
+    assert second.startswith("[1") and "2" in second.split("]")[1]

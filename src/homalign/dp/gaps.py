@@ -21,7 +21,7 @@ from functools import cached_property
 
 import numpy as np
 
-__all__ = ["GapCosts", "KernelCosts"]
+__all__ = ["GapCosts", "KernelCosts", "SideCosts"]
 
 #: The eight per-position vectors the DP kernels consume, in this order (see ``kernel_vectors``).
 KernelCosts = tuple[
@@ -55,6 +55,42 @@ def _vector(name: str, value: object, length: int) -> np.ndarray:
         raise ValueError(f"GapCosts.{name} must be finite")
     arr.setflags(write=False)
     return arr
+
+
+@dataclass(frozen=True, eq=False)
+class SideCosts:
+    """One sequence's half of a :class:`GapCosts`, validated once and shared by all its pairs.
+
+    ``residue_open``/``residue_ext`` (L,): the costs of this sequence's residues against gaps
+    (a query's ``q_ins_*``, a target's ``t_del_*``); ``slot_open``/``slot_ext`` (L + 1,): the
+    costs added to a run of the other sequence's residues lying in a slot of this one (a
+    query's ``q_del_*``, a target's ``t_ins_*``). Stored as read-only float32 copies, with the
+    kernels' ``open + ext`` sums; :meth:`GapCosts.from_sides` pairs two of them without copying.
+    """
+
+    residue_open: np.ndarray
+    residue_ext: np.ndarray
+    slot_open: np.ndarray
+    slot_ext: np.ndarray
+
+    def __post_init__(self) -> None:
+        n = int(np.asarray(self.residue_open).reshape(-1).shape[0])
+        for name, length in (("residue_open", n), ("residue_ext", n), ("slot_open", n + 1),
+                             ("slot_ext", n + 1)):
+            object.__setattr__(self, name, _vector(name, getattr(self, name), length))
+        for name, a, b in (("residue_sum", self.residue_open, self.residue_ext),
+                           ("slot_sum", self.slot_open, self.slot_ext)):
+            v = a + b
+            v.setflags(write=False)
+            object.__setattr__(self, name, v)
+        vecs = (self.residue_open, self.residue_ext, self.slot_open, self.slot_ext,
+                self.residue_sum, self.slot_sum)
+        object.__setattr__(self, "nonnegative", all(bool((v >= 0).all()) for v in vecs[:4]))
+        object.__setattr__(self, "constant",
+                           all(v.shape[0] <= 1 or v.min() == v.max() for v in vecs))
+
+    def __len__(self) -> int:
+        return int(self.residue_open.shape[0])
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,6 +209,22 @@ class GapCosts:
             out.append(g)
             s = b
         return out
+
+    @classmethod
+    def from_sides(cls, query: SideCosts, target: SideCosts) -> GapCosts:
+        """``GapCosts(q_ins_*=query.residue_*, q_del_*=query.slot_*, t_del_*=target.residue_*,
+        t_ins_*=target.slot_*)``: the same values, but the two sides' validated vectors (and
+        their kernel sums) are shared, not copied and checked again for every pair."""
+        g = cls._shared(query.residue_open, query.residue_ext, target.slot_open,
+                        target.slot_ext, target.residue_open, target.residue_ext,
+                        query.slot_open, query.slot_ext)
+        g.__dict__["_kernel_vectors"] = (query.residue_sum, query.residue_ext, target.slot_sum,
+                                         target.slot_ext, target.residue_sum,
+                                         target.residue_ext, query.slot_sum, query.slot_ext)
+        g.__dict__["nonnegative"] = query.nonnegative and target.nonnegative
+        if not (query.constant and target.constant):
+            g.__dict__["_constant_costs"] = None
+        return g
 
     @classmethod
     def _shared(cls, *vectors: np.ndarray) -> GapCosts:

@@ -67,6 +67,25 @@ class ProfileHMM:
         with every query)."""
         return hmm_gap_vectors(self)
 
+    def side_costs(self, weight: float) -> Any:
+        """This HMM's half of a pair's gap costs at ``weight`` (a
+        :class:`homalign.dp.gaps.SideCosts`: its delete costs on its residues, its insert costs
+        on its slots, times ``weight``), made once per weight: a search pairs a target's HMM
+        with every query."""
+        from homalign.dp.gaps import SideCosts
+
+        cache = self.__dict__.setdefault("_side_costs", {})
+        side = cache.get(weight)
+        if side is None:
+            g = self.transition_gaps
+            try:
+                side = SideCosts(weight * g["del_open"], weight * g["del_ext"],
+                                 weight * g["ins_open"], weight * g["ins_ext"])
+            except ValueError as err:
+                raise ValueError(f"HMM {self.name or self.query.id!r}: gap costs {err}") from None
+            cache[weight] = side
+        return side
+
     @classmethod
     def from_profile(cls, profile: Profile, name: str | None = None) -> ProfileHMM:
         """Estimate transitions from the profile's weighted counts with HMMER3's priors."""
@@ -122,17 +141,12 @@ def hmm_gap_vectors(hmm: ProfileHMM) -> dict[str, np.ndarray]:
 
 
 def pair_gap_costs(q: ProfileHMM, t: ProfileHMM, *, gap_weight: float = 0.5, scale: float = 1.0):
-    """``GapCosts`` for aligning two HMMs: both sides' transition costs, weighted (see above)."""
+    """``GapCosts`` for aligning two HMMs: both sides' transition costs, weighted (see above;
+    each HMM's weighted half is made once, :meth:`ProfileHMM.side_costs`)."""
     from homalign.dp import GapCosts
 
-    gq, gt = q.transition_gaps, t.transition_gaps
     w = gap_weight * scale
-    return GapCosts(
-        q_ins_open=w * gq["del_open"], q_ins_ext=w * gq["del_ext"],
-        t_ins_open=w * gt["ins_open"], t_ins_ext=w * gt["ins_ext"],
-        t_del_open=w * gt["del_open"], t_del_ext=w * gt["del_ext"],
-        q_del_open=w * gq["ins_open"], q_del_ext=w * gq["ins_ext"],
-    )
+    return GapCosts.from_sides(q.side_costs(w), t.side_costs(w))
 
 
 __all__ = ["TRANSITIONS", "ProfileHMM", "estimate_transitions", "hmm_gap_vectors",

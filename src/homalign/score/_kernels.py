@@ -1,8 +1,8 @@
 """Compiled kernels for the profile column scores.
 
-The products here have an inner dimension of 20, too small for BLAS to pay off; worse, a
-multithreaded BLAS on a loaded machine can take 50x longer than one core. Plain compiled loops
-are fast and predictable, and the PROF_SIM kernel fuses its entropies without temporaries.
+COMPASS's float64 products (inner dimension 20) and PROF_SIM's fused entropies (no
+temporaries); the HHsearch column sums are a float32 BLAS product
+(:func:`homalign.score.profile_scores.hhsearch_scores`).
 """
 
 from __future__ import annotations
@@ -25,22 +25,6 @@ def abt(A, B):  # noqa: ANN001, ANN201 - compiled
             for a in range(k):
                 s += A[i, a] * B[j, a]
             out[i, j] = s
-    return out
-
-
-@njit(cache=True, fastmath=True)
-def ab32(A, B):  # noqa: ANN001, ANN201 - compiled
-    """float32 ``A @ B`` for (n, k) and (k, m) float32 C-contiguous arrays, a row of the result
-    at a time (its inner loop runs along the row, in vector lanes): 2.3x the float64 ``abt``
-    with the logarithm after it, for the HHsearch column scores."""
-    n, k = A.shape
-    m = B.shape[1]
-    out = np.zeros((n, m), dtype=np.float32)
-    for i in range(n):
-        for a in range(k):
-            x = A[i, a]
-            for j in range(m):
-                out[i, j] += x * B[a, j]
     return out
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from homalign.score._kernels import ab32, abt, prof_sim
+from homalign.score._kernels import abt, prof_sim
 
 _BLOCK_CELLS = 1 << 21  # cells of the (rows, Lt, 20) block PROF_SIM evaluates at once
 
@@ -98,10 +98,16 @@ def hhsearch_scores(
     scale: float = 1.0,
 ) -> np.ndarray:
     """``scale * (log2 sum_a q_i(a) t_j(a) / f(a) + shift)`` for all column pairs, in float32
-    (the sum, its logarithm and the result: within ~1e-6 bits of float64)."""
+    (the sum, its logarithm and the result: within ~1e-6 bits of float64).
+
+    The sums are one float32 BLAS product (3x a compiled loop at L = 250). BLAS shares a
+    product's rows and columns among its threads, never a 20-term sum, so the scores do not
+    depend on the thread count (tested); a search scores its pairs on one BLAS thread
+    (:func:`homalign.threads.one_blas_thread`), so that many small products do not
+    oversubscribe the cores."""
     bg = np.asarray(background, dtype=np.float64)
-    m = ab32(np.ascontiguousarray(np.asarray(q_probs, dtype=np.float64) / bg, dtype=np.float32),
-             np.ascontiguousarray(np.asarray(t_probs, dtype=np.float32).T))
+    m = (np.ascontiguousarray(np.asarray(q_probs, dtype=np.float64) / bg, dtype=np.float32)
+         @ np.ascontiguousarray(np.asarray(t_probs, dtype=np.float32).T))
     np.maximum(m, np.float32(1e-30), out=m)
     np.log2(m, out=m)
     m += np.float32(shift)

@@ -108,11 +108,14 @@ def _dp_scores(method: Method, qrep: Any, reps: TargetReps, candidates: np.ndarr
         codes = [reps.db.codes_of(int(t)) for t in candidates]
         return np.asarray(method.score_many(qrep, codes, **options), dtype=np.float64)
     assert method.score is not None
+    from homalign.threads import one_blas_thread
+
     out = np.empty(len(candidates), dtype=np.float64)
-    for start in range(0, len(candidates), BATCH):
-        chunk = candidates[start:start + BATCH]
-        out[start:start + len(chunk)] = score_values(
-            [method.score(qrep, reps.get(int(t)), **options) for t in chunk])
+    with one_blas_thread():  # many small products (hhm's column sums): no thread pool
+        for start in range(0, len(candidates), BATCH):
+            chunk = candidates[start:start + BATCH]
+            out[start:start + len(chunk)] = score_values(
+                [method.score(qrep, reps.get(int(t)), **options) for t in chunk])
     return out
 
 
