@@ -251,26 +251,31 @@ def _hit(t: str, e: float, index: int = 0):
 
 
 def test_neighbour_support_lifts_targets_whose_msa_neighbours_were_found(tmp_path):
+    """A hit's value becomes ``E * E_nb ** weight`` but never better than the better of its
+    own and its neighbour's: a lifted hit ties its supporter at most, never passes it."""
     from homalign.search.msadb import neighbour_support
 
     res = "MKVLAAGIVG"
-    # a's MSA holds b; c's MSA holds a and the query; d stands alone
-    msas = {"a": ["a", "b"], "b": ["b"], "c": ["c", "a", "q"], "d": ["d"], "q": ["q", "c"]}
+    # a's MSA holds b; c's MSA holds a and the query; d stands alone; e's MSA holds d
+    msas = {"a": ["a", "b"], "b": ["b"], "c": ["c", "a", "q"], "d": ["d"], "e": ["e", "d"],
+            "q": ["q", "c"]}
     for owner, rows in msas.items():
         (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\n{res}\n" for r in rows))
-    hits = [_hit("a", 1e-6, 0), _hit("d", 0.5, 1), _hit("b", 4.0, 2), _hit("c", 20.0, 3)]
+    hits = [_hit("a", 1e-6, 0), _hit("d", 0.5, 1), _hit("b", 4.0, 2), _hit("c", 20.0, 3),
+            _hit("e", 3.0, 4)]
     got = {h.target_id: h.evalue for h in neighbour_support(hits, "q", tmp_path, 2.0)}
-    assert got["b"] == pytest.approx(4.0 * 1e-12)  # a's MSA holds b: b takes a's evidence
-    assert got["c"] == pytest.approx(20.0 * 1e-12)  # c's MSA holds a (the query does not count)
-    assert got["a"] == pytest.approx(1e-6 * 4.0 ** 0)  # b's E > 1 brings nothing
-    assert got["d"] == 0.5  # no neighbours
+    assert got["b"] == 1e-6  # 4 * (1e-6)^2 would pass a, its supporter: capped at a's value
+    assert got["c"] == 1e-6  # c's MSA holds a (the query does not count)
+    assert got["a"] == 1e-6  # its neighbours' E > 1 bring nothing
+    assert got["d"] == 0.5  # e (3.0) is d's only neighbour
+    assert got["e"] == pytest.approx(3.0 * 0.25)  # d's 0.5 lifts it, not past d
     ranked = [h.target_id for h in neighbour_support(hits, "q", tmp_path, 2.0)]
-    assert ranked == ["b", "c", "a", "d"]
+    assert ranked == ["a", "b", "c", "d", "e"]  # ties keep score, then database order
     assert got == {h.target_id: h.evalue for h in neighbour_support(hits, "q", tmp_path, 2.0)}
     assert [h.evalue for h in neighbour_support(hits, "q", tmp_path, 0.0)] == [
         h.evalue for h in hits]
     one = {h.target_id: h.evalue for h in neighbour_support(hits, "q", tmp_path, 1.0)}
-    assert one["b"] == pytest.approx(4.0 * 1e-6)
+    assert one["b"] == pytest.approx(4.0 * 1e-6) and one["e"] == pytest.approx(1.5)
     with pytest.raises(ValueError, match=">= 0"):
         neighbour_support(hits, "q", tmp_path, -1.0)
 

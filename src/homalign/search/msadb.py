@@ -320,8 +320,10 @@ def neighbour_support(hits: list, query_id: str, outdir: str | os.PathLike,
     the query found is more likely the query's homologue than its own score says (the idea of
     Rankprop, Weston et al. 2004, PNAS 101:6559, and of intermediate-sequence search, Park et
     al. 1997). Each hit's E-value becomes ``E * min(1, E_nb) ** weight``, ``E_nb`` the smallest
-    E-value among its neighbours in ``hits`` (the query and the hit itself excluded); the
-    values are read from ``hits`` as given (one pass, no propagation). ``weight=0`` returns
+    E-value among its neighbours in ``hits`` (the query and the hit itself excluded), but never
+    less than ``min(E, E_nb)``: evidence through a neighbour is no stronger than the neighbour's
+    own, so a lifted hit ties its supporter at most; the values are read from ``hits`` as given
+    (one pass, no propagation). ``weight=0`` returns
     ``hits`` unchanged. The result is a ranking value, not a calibrated E-value (a decoy query
     with one chance hit lifts that hit's family); returned sorted, alignments' ``evalue`` set.
     """
@@ -341,7 +343,7 @@ def neighbour_support(hits: list, query_id: str, outdir: str | os.PathLike,
         if e_nb >= 1.0:
             out.append(h)
             continue
-        new = max(h.evalue * e_nb ** weight, EVALUE_FLOOR)
+        new = max(h.evalue * e_nb ** weight, min(h.evalue, e_nb), EVALUE_FLOOR)
         if h.alignment is not None:
             h.alignment.evalue = new
         out.append(Hit(h.query_id, t, h.target_index, h.score, h.bits, new, h.alignment))
