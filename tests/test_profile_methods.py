@@ -124,3 +124,29 @@ def test_bad_msa_files_name_file_and_line(tmp_path, name, text, message):
         homalign.align(Sequence("q", "MKVLAAGIV"), T, method="pssm", query_msa=str(path))
     assert err.value.path == str(path)
     assert err.value.line is not None or name == "empty.a3m"
+
+
+@pytest.mark.parametrize("score", ["compass", "prof_sim"])
+def test_profile_profile_gap_costs_are_both_halves_at_half_weight(score):
+    """Profile-profile gaps: half of each profile's gap vectors (query deletes on q_ins, its
+    inserts on q_del, the target's on t_del / t_ins), each profile's half made once and shared
+    by its pairs."""
+    from homalign.dp import GapCosts
+    from homalign.methods.profile import ProteinRep, score_profile_profile
+    from homalign.profile import Profile
+
+    q = ProteinRep(Sequence("q", "MKVLA"), source=Profile.from_rows(["MKVLA", "MRV-A", "-KILA"]))
+    t = ProteinRep(Sequence("t", "KVLAG"), source=Profile.from_rows(["KVLAG", "KI-AG"]))
+    ps = score_profile_profile(q, t, score=score, gap_open=10.0, gap_extend=2.0)
+    vq, vt = q.gap_vectors(10.0, 2.0), t.gap_vectors(10.0, 2.0)
+    ref = GapCosts(q_ins_open=0.5 * vq["del_open"], q_ins_ext=0.5 * vq["del_ext"],
+                   q_del_open=0.5 * vq["ins_open"], q_del_ext=0.5 * vq["ins_ext"],
+                   t_del_open=0.5 * vt["del_open"], t_del_ext=0.5 * vt["del_ext"],
+                   t_ins_open=0.5 * vt["ins_open"], t_ins_ext=0.5 * vt["ins_ext"])
+    for a, b in zip(ps.gaps.kernel_vectors(), ref.kernel_vectors(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert ps.gaps.nonnegative == ref.nonnegative
+    assert ps.gaps.constant_costs() == ref.constant_costs()
+    again = score_profile_profile(q, t, score=score, gap_open=10.0, gap_extend=2.0)
+    assert again.gaps.t_del_open is ps.gaps.t_del_open
+    assert not np.array_equal(vq["del_open"], np.full(len(q), 10.0))  # position-specific

@@ -181,11 +181,24 @@ class ProteinRep:
                                   if self.blast_scores else self.profile.gap_vectors(open, extend))
         return self.__dict__[key]
 
+    def side_costs(self, open: float, extend: float, weight: float):
+        """This profile's half of a profile-profile pair's gap costs (a
+        :class:`homalign.dp.gaps.SideCosts` of ``weight`` times :meth:`gap_vectors`), made once
+        per setting: a search pairs a target with every query."""
+        from homalign.dp.gaps import SideCosts
+
+        key = ("_side", float(open), float(extend), float(weight))
+        if key not in self.__dict__:
+            v = self.gap_vectors(open, extend)
+            self.__dict__[key] = SideCosts(weight * v["del_open"], weight * v["del_ext"],
+                                           weight * v["ins_open"], weight * v["ins_ext"])
+        return self.__dict__[key]
+
     def query_gap_costs(self, lt: int, open: float, extend: float):
         """GapCosts with only this (query) side's costs, memoised per target length."""
         key = ("_qgaps", lt, float(open), float(extend))
         if key not in self.__dict__:
-            self.__dict__[key] = _gap_costs(self.gap_vectors(open, extend), None, len(self), lt)
+            self.__dict__[key] = _gap_costs(self.gap_vectors(open, extend), len(self), lt)
         return self.__dict__[key]
 
     def __len__(self) -> int:
@@ -207,21 +220,13 @@ def _rep(x: Any) -> ProteinRep:
     raise TypeError(f"cannot use {type(x).__name__} as a profile representation")
 
 
-def _gap_costs(vq: dict[str, np.ndarray], vt: dict[str, np.ndarray] | None, lq: int, lt: int,
-               weight: float = 1.0):
-    """GapCosts from per-side gap vectors (query delete → q_ins, query insert → q_del, ...)."""
+def _gap_costs(vq: dict[str, np.ndarray], lq: int, lt: int):
+    """GapCosts with only the query's side (its delete costs on q_ins, its insert costs on
+    q_del) for a target of length ``lt``."""
     from homalign.dp import GapCosts
 
-    vec: dict[str, np.ndarray] = {
-        "q_ins_open": weight * vq["del_open"], "q_ins_ext": weight * vq["del_ext"],
-        "q_del_open": weight * vq["ins_open"], "q_del_ext": weight * vq["ins_ext"],
-    }
-    if vt is not None:
-        vec.update({
-            "t_del_open": weight * vt["del_open"], "t_del_ext": weight * vt["del_ext"],
-            "t_ins_open": weight * vt["ins_open"], "t_ins_ext": weight * vt["ins_ext"],
-        })
-    return GapCosts.from_vectors(lq, lt, **vec)
+    return GapCosts.from_vectors(lq, lt, q_ins_open=vq["del_open"], q_ins_ext=vq["del_ext"],
+                                 q_del_open=vq["ins_open"], q_del_ext=vq["ins_ext"])
 
 
 # --- score functions (two representations -> PairScores) ---------------------------------
@@ -265,8 +270,10 @@ def score_profile_profile(q: Any, t: Any, *, score: str = "compass", gap_open: f
         S = prof_sim_scores(pq.probs, pt.probs, pq.background, shift=shift, scale=scale)
     else:
         raise ValueError(f"unknown profile-profile score {score!r}; choose 'compass' or 'prof_sim'")
-    gaps = _gap_costs(q.gap_vectors(gap_open, gap_extend), t.gap_vectors(gap_open, gap_extend),
-                      len(pq), len(pt), 0.5)
+    from homalign.dp import GapCosts
+
+    gaps = GapCosts.from_sides(q.side_costs(gap_open, gap_extend, 0.5),
+                               t.side_costs(gap_open, gap_extend, 0.5))
     return PairScores(S, gaps, "local")
 
 
