@@ -325,3 +325,36 @@ def test_neighbours_are_msa_members_and_owners(tmp_path):
         (tmp_path / f"{owner}.a3m").write_text("".join(f">{r}\nMKV\n" for r in rows))
     assert neighbours("a", tmp_path) == {"b", "c"}  # b in a's MSA, a in c's; not a itself
     assert neighbours("b", tmp_path) == {"a"} and neighbours("zz", tmp_path) == set()
+
+
+def test_learned_ranks_the_best_of_the_pssm_and_database_rounds(dbfile, tmp_path, monkeypatch):
+    """With database MSAs the learned ranking scores the PSSM round's and the database round's
+    best FUSION_RESCORE (here 2) targets, not every candidate; the others take its worst value
+    in the fusion."""
+    import homalign.search.engine as engine
+    import homalign.search.iterative as it
+
+    out = build_msa_db(dbfile, tmp_path / "msa", 1, progress=False)
+    db = SequenceDB.from_fasta(dbfile)
+    seen: dict[str, list] = {}
+    real = engine.search
+
+    def spy(query, db_, method="sw", **kw):
+        hits = real(query, db_, method=method, **kw)
+        seen.setdefault(method, []).append((kw.get("candidates"), hits))
+        return hits
+
+    monkeypatch.setattr(engine, "search", spy)
+    monkeypatch.setattr(it, "FUSION_RESCORE", 2)
+    msadb_round = it.msa_db_round
+    rounds = []
+    monkeypatch.setattr(it, "msa_db_round",
+                        lambda *a, **k: rounds.append(msadb_round(*a, **k)) or rounds[-1])
+    hits = it.iterative_search(FAMILY[0], db, 2, "learned", prefilter=False, evalue=1e9,
+                               traceback=False, target_msa=out)
+    (cand, _), = seen["learned"]
+    pssm = seen["pssm"][-1][1]
+    profile_hits = rounds[-1][0]
+    want = {h.target_index for h in pssm[:2]} | {h.target_index for h in profile_hits[:2]}
+    assert set(cand.tolist()) == want and len(want) < len(db)
+    assert {h.target_id for h in hits} == {s.id for s in FAMILY + NOISE}
