@@ -323,9 +323,9 @@ def neighbour_support(hits: list, query_id: str, outdir: str | os.PathLike,
     E-value among its neighbours in ``hits`` (the query and the hit itself excluded), but never
     less than ``min(E, E_nb)``: evidence through a neighbour is no stronger than the neighbour's
     own, so a lifted hit ties its supporter at most; the values are read from ``hits`` as given
-    (one pass, no propagation). ``weight=0`` returns
-    ``hits`` unchanged. The result is a ranking value, not a calibrated E-value (a decoy query
-    with one chance hit lifts that hit's family); returned sorted, alignments' ``evalue`` set.
+    (one pass, no propagation). ``weight=0`` returns ``hits`` unchanged. The result is a ranking
+    value, not a calibrated E-value (a decoy query with one chance hit lifts that hit's family);
+    returned sorted, alignments' ``evalue`` set.
     """
     from homalign.search.hits import EVALUE_FLOOR, Hit, rank_hits
 
