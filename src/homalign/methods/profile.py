@@ -50,7 +50,7 @@ from homalign.profile.sources import get_profile, read_msa_file, resolve_source
 from homalign.score.pair_scores import score_values
 from homalign.score.profile_scores import (
     compass_scores,
-    hhsearch_scores,
+    hhsearch_scores_of,
     prof_sim_scores,
     pssm_sequence_scores,
 )
@@ -287,7 +287,7 @@ def score_hhm(q: Any, t: Any, *, hh_shift: float | str = "auto", gap_weight: flo
     hq, ht = q.hmm, t.hmm
     if hh_shift == "auto":
         hh_shift = AUTO_SHIFT / math.sqrt(max(hq.neff, 1.0) * max(ht.neff, 1.0))
-    S = hhsearch_scores(hq.probs, ht.probs, hq.background, shift=hh_shift, scale=units)
+    S = hhsearch_scores_of(hq.query_odds, ht.target_columns, shift=hh_shift, scale=units)
     return PairScores(S, pair_gap_costs(hq, ht, gap_weight=gap_weight, scale=units), "local")
 
 

@@ -67,6 +67,22 @@ class ProfileHMM:
         with every query)."""
         return hmm_gap_vectors(self)
 
+    @cached_property
+    def query_odds(self) -> np.ndarray:
+        """The HMM as a query of :func:`homalign.score.profile_scores.hhsearch_scores`: its
+        emissions over its background, float32 (L, 20), made once."""
+        from homalign.score.profile_scores import hhsearch_query_odds
+
+        return hhsearch_query_odds(self.probs, self.background)
+
+    @cached_property
+    def target_columns(self) -> np.ndarray:
+        """The HMM as a target of :func:`homalign.score.profile_scores.hhsearch_scores`: its
+        emissions as float32 (20, L), made once."""
+        from homalign.score.profile_scores import hhsearch_target_columns
+
+        return hhsearch_target_columns(self.probs)
+
     def side_costs(self, weight: float) -> Any:
         """This HMM's half of a pair's gap costs at ``weight`` (a
         :class:`homalign.dp.gaps.SideCosts`: its delete costs on its residues, its insert costs

@@ -105,11 +105,30 @@ def hhsearch_scores(
     depend on the thread count (tested); a search scores its pairs on one BLAS thread
     (:func:`homalign.threads.one_blas_thread`), so that many small products do not
     oversubscribe the cores."""
+    return hhsearch_scores_of(hhsearch_query_odds(q_probs, background),
+                              hhsearch_target_columns(t_probs), shift=shift, scale=scale)
+
+
+def hhsearch_query_odds(q_probs: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """The query side of :func:`hhsearch_scores`: ``q_i(a) / f(a)``, float32 (L, 20)."""
     bg = np.asarray(background, dtype=np.float64)
-    m = (np.ascontiguousarray(np.asarray(q_probs, dtype=np.float64) / bg, dtype=np.float32)
-         @ np.ascontiguousarray(np.asarray(t_probs, dtype=np.float32).T))
+    return np.ascontiguousarray(np.asarray(q_probs, dtype=np.float64) / bg, dtype=np.float32)
+
+
+def hhsearch_target_columns(t_probs: np.ndarray) -> np.ndarray:
+    """The target side of :func:`hhsearch_scores`: ``t_j(a)`` as float32 (20, L)."""
+    return np.ascontiguousarray(np.asarray(t_probs, dtype=np.float32).T)
+
+
+def hhsearch_scores_of(q_odds: np.ndarray, t_columns: np.ndarray, *, shift: float = 0.0,
+                       scale: float = 1.0) -> np.ndarray:
+    """:func:`hhsearch_scores` from its two prepared sides (:func:`hhsearch_query_odds`,
+    :func:`hhsearch_target_columns`): a search prepares each profile once for all its pairs."""
+    m = q_odds @ t_columns
     np.maximum(m, np.float32(1e-30), out=m)
     np.log2(m, out=m)
-    m += np.float32(shift)
-    m *= np.float32(scale)
+    if shift != 0.0:
+        m += np.float32(shift)
+    if scale != 1.0:
+        m *= np.float32(scale)
     return m
