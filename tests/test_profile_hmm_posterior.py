@@ -127,15 +127,15 @@ def test_hhm_mac_pairs_are_confident():
 
 
 def test_hhm_scores_use_each_hmms_prepared_side_with_the_same_bits():
-    """``score_hhm`` reads the query HMM's odds and the target HMM's columns, made once per HMM:
-    the same bits as :func:`hhsearch_scores` of the raw emissions."""
+    """``score_hhm`` reads the query HMM's odds, made once per HMM: the same bits as
+    :func:`hhsearch_scores` of the raw emissions."""
     from homalign.score.profile_scores import hhsearch_scores
 
     q, t = _tiny_pair(3)
     ps = score_hhm(q, t, hh_shift=-0.03, units=0.7)
     want = hhsearch_scores(q.hmm.probs, t.hmm.probs, q.hmm.background, shift=-0.03, scale=0.7)
     np.testing.assert_array_equal(ps.S, want)
-    assert q.hmm.query_odds is q.hmm.query_odds and t.hmm.target_columns.shape == (20, len(t))
+    assert q.hmm.query_odds is q.hmm.query_odds and q.hmm.query_odds.dtype == np.float32
     plain = score_hhm(q, t, hh_shift=0.0, units=1.0)
     np.testing.assert_array_equal(plain.S, hhsearch_scores(q.hmm.probs, t.hmm.probs,
                                                            q.hmm.background))

@@ -51,6 +51,7 @@ from homalign.score.pair_scores import score_values
 from homalign.score.profile_scores import (
     compass_scores,
     hhsearch_scores_of,
+    hhsearch_target_columns,
     prof_sim_scores,
     pssm_sequence_scores,
 )
@@ -287,7 +288,8 @@ def score_hhm(q: Any, t: Any, *, hh_shift: float | str = "auto", gap_weight: flo
     hq, ht = q.hmm, t.hmm
     if hh_shift == "auto":
         hh_shift = AUTO_SHIFT / math.sqrt(max(hq.neff, 1.0) * max(ht.neff, 1.0))
-    S = hhsearch_scores_of(hq.query_odds, ht.target_columns, shift=hh_shift, scale=units)
+    S = hhsearch_scores_of(hq.query_odds, hhsearch_target_columns(ht.probs), shift=hh_shift,
+                           scale=units)
     return PairScores(S, pair_gap_costs(hq, ht, gap_weight=gap_weight, scale=units), "local")
 
 

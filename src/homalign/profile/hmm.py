@@ -70,18 +70,12 @@ class ProfileHMM:
     @cached_property
     def query_odds(self) -> np.ndarray:
         """The HMM as a query of :func:`homalign.score.profile_scores.hhsearch_scores`: its
-        emissions over its background, float32 (L, 20), made once."""
+        emissions over its background, float32 (L, 20), made once (a query meets every target;
+        a target's float32 columns are made per pair, not kept: 80 bytes a residue of every
+        target a search holds)."""
         from homalign.score.profile_scores import hhsearch_query_odds
 
         return hhsearch_query_odds(self.probs, self.background)
-
-    @cached_property
-    def target_columns(self) -> np.ndarray:
-        """The HMM as a target of :func:`homalign.score.profile_scores.hhsearch_scores`: its
-        emissions as float32 (20, L), made once."""
-        from homalign.score.profile_scores import hhsearch_target_columns
-
-        return hhsearch_target_columns(self.probs)
 
     def side_costs(self, weight: float) -> Any:
         """This HMM's half of a pair's gap costs at ``weight`` (a
