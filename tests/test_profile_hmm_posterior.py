@@ -35,20 +35,20 @@ def _vectors(gaps) -> dict[str, np.ndarray]:
 
 
 
-def test_an_hmm_computes_its_transition_gaps_once():
-    """``pair_gap_costs`` reads each HMM's gap vectors from ``transition_gaps``: computed on first
-    use, the same arrays afterwards, equal to :func:`hmm_gap_vectors`."""
+def test_an_hmm_makes_its_weighted_gap_half_once():
+    """``pair_gap_costs`` reads each HMM's weighted half (``side_costs``): made on first use per
+    weight, the same object afterwards, equal to :func:`hmm_gap_vectors` times the weight."""
     from homalign.profile.hmm import hmm_gap_vectors, pair_gap_costs
 
     q, t = _tiny_pair(4)
-    first = t.hmm.transition_gaps
-    assert t.hmm.transition_gaps is first
-    for name, v in hmm_gap_vectors(t.hmm).items():
-        np.testing.assert_array_equal(first[name], v)
+    first = t.hmm.side_costs(0.4)
+    assert t.hmm.side_costs(0.4) is first and t.hmm.side_costs(0.5) is not first
+    v = hmm_gap_vectors(t.hmm)
+    np.testing.assert_array_equal(first.residue_open, (0.4 * v["del_open"]).astype(np.float32))
+    np.testing.assert_array_equal(first.slot_ext, (0.4 * v["ins_ext"]).astype(np.float32))
     g = pair_gap_costs(q.hmm, t.hmm, gap_weight=0.4)
-    np.testing.assert_allclose(g.t_del_open, 0.4 * first["del_open"])
-    np.testing.assert_allclose(g.q_ins_open, 0.4 * q.hmm.transition_gaps["del_open"])
-
+    assert g.t_del_open is first.residue_open and g.t_ins_ext is first.slot_ext
+    np.testing.assert_allclose(g.q_ins_open, 0.4 * hmm_gap_vectors(q.hmm)["del_open"], rtol=1e-6)
 
 
 @pytest.mark.parametrize("constant", [False, True])
@@ -57,7 +57,7 @@ def test_pair_gap_costs_share_each_hmms_half_with_the_same_values(constant):
     kernel sums, sign and constant-cost answers as a GapCosts built from the products, with
     nothing copied for the second pair."""
     from homalign.dp import GapCosts
-    from homalign.profile.hmm import pair_gap_costs
+    from homalign.profile.hmm import hmm_gap_vectors, pair_gap_costs
 
     q, t = _tiny_pair(5)
     hq, ht = q.hmm, t.hmm
@@ -67,7 +67,7 @@ def test_pair_gap_costs_share_each_hmms_half_with_the_same_values(constant):
         hq = ProfileHMM(hq.query, hq.probs, np.tile(hq.transitions[:1], (len(hq), 1)),
                         hq.n_eff, hq.neff)
     w = 0.4 * 0.7
-    gq, gt = hq.transition_gaps, ht.transition_gaps
+    gq, gt = hmm_gap_vectors(hq), hmm_gap_vectors(ht)
     ref = GapCosts(q_ins_open=w * gq["del_open"], q_ins_ext=w * gq["del_ext"],
                    t_ins_open=w * gt["ins_open"], t_ins_ext=w * gt["ins_ext"],
                    t_del_open=w * gt["del_open"], t_del_ext=w * gt["del_ext"],

@@ -62,12 +62,6 @@ class ProfileHMM:
         return len(self.query)
 
     @cached_property
-    def transition_gaps(self) -> dict[str, np.ndarray]:
-        """:func:`hmm_gap_vectors` of this HMM, computed once (a search pairs a target's HMM
-        with every query)."""
-        return hmm_gap_vectors(self)
-
-    @cached_property
     def query_odds(self) -> np.ndarray:
         """The HMM as a query of :func:`homalign.score.profile_scores.hhsearch_scores`: its
         emissions over its background, float32 (L, 20), made once (a query meets every target;
@@ -87,7 +81,7 @@ class ProfileHMM:
         cache = self.__dict__.setdefault("_side_costs", {})
         side = cache.get(weight)
         if side is None:
-            g = self.transition_gaps
+            g = hmm_gap_vectors(self)
             try:
                 side = SideCosts(weight * g["del_open"], weight * g["del_ext"],
                                  weight * g["ins_open"], weight * g["ins_ext"])

@@ -123,7 +123,8 @@ def hhsearch_target_columns(t_probs: np.ndarray) -> np.ndarray:
 def hhsearch_scores_of(q_odds: np.ndarray, t_columns: np.ndarray, *, shift: float = 0.0,
                        scale: float = 1.0) -> np.ndarray:
     """:func:`hhsearch_scores` from its two prepared sides (:func:`hhsearch_query_odds`,
-    :func:`hhsearch_target_columns`): a search prepares each profile once for all its pairs."""
+    :func:`hhsearch_target_columns`): a search prepares the query's side once for all its
+    pairs."""
     m = q_odds @ t_columns
     np.maximum(m, np.float32(1e-30), out=m)
     np.log2(m, out=m)
