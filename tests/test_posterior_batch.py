@@ -197,11 +197,51 @@ def test_targets_out_of_float32_reach_take_the_per_pair_path(mode: str) -> None:
     S[3] = big  # +-30 everywhere: the error bound rules float32 out
     args = (S, qo, qe, to, te)
     P, log_z, lane = posterior_batch._posteriors(*args, mode)
-    assert list(lane) == [True, False, False, False, True]
-    for k in (1, 2, 3):
+    # semiglobal: the +-30 target fits float32 in shifted column units (the retry); the
+    # overflowing score and the overflowing rows (no finite first log Z to shift by) do not
+    sg = mode == "semiglobal"
+    assert list(lane) == [True, False, False, sg, True]
+    for k in np.flatnonzero(~lane):
         ref_p, ref_z = _reference(args, mode, k)
         assert np.array_equal(P[k], ref_p) and log_z[k] == ref_z
     _check(args, mode)
+
+
+def test_long_strongly_aligned_semiglobal_pairs_stay_in_the_lanes() -> None:
+    """A semiglobal row of a long pair with a strong alignment spans more than float32's range
+    (the first lane pass fails its bound); the retry in shifted column units computes it in
+    the lanes, equal to the float64 path."""
+    rng = np.random.default_rng(21)
+    lq, lts = 500, np.array([300, 420, 260])
+    S = []
+    for lt in lts:
+        m = rng.normal(0.0, 1.0, (lq, lt))
+        off = int(rng.integers(0, lq - lt))
+        d = np.arange(lt)
+        m[d + off, d] += 2.0  # a whole-target alignment over a background of many weaker ones
+        S.append(m.astype(np.float32))
+    qo, qe = rng.uniform(1.0, 3.0, lq), rng.uniform(0.1, 0.5, lq)
+    to = [rng.uniform(1.0, 3.0, lt) for lt in lts]
+    te = [rng.uniform(0.1, 0.5, lt) for lt in lts]
+    args = (S, qo, qe, to, te)
+    # the first pass alone (no shift) rules float32 out for every target
+    mats = [np.ascontiguousarray(m) for m in S]
+    outs = [np.empty(m.shape, dtype=np.float32) for m in mats]
+    qo32, qe32 = qo.astype(np.float32), qe.astype(np.float32)
+    t_o = np.concatenate(to).astype(np.float32).astype(np.float64)
+    t_e = np.concatenate(te).astype(np.float32).astype(np.float64)
+    top = int(lts.max())
+    _, st = posterior_batch._posteriors_lanes(
+        lq, np.exp(-(qo32.astype(np.float64) + qe32)).astype(np.float32),
+        np.exp(-qe32.astype(np.float64)).astype(np.float32),
+        np.exp(-(t_o + t_e)).astype(np.float32), np.exp(-t_e).astype(np.float32),
+        np.concatenate(([0], np.cumsum(lts)[:-1])).astype(np.int64),
+        np.array([m.ctypes.data for m in mats]), lts, np.array([o.ctypes.data for o in outs]),
+        False, np.zeros(len(lts)), 1,
+        posterior_batch._scratch(posterior_batch._store_size(lq, top)
+                                 + posterior_batch._work_size(top)))
+    assert (st == 1).all()
+    assert _check(args, "semiglobal").all()
 
 
 def test_targets_over_the_group_memory_take_the_per_pair_path(monkeypatch) -> None:

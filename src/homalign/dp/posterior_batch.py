@@ -55,9 +55,11 @@ rescale is deferred). A target whose bound exceeds ``POSTERIOR_TOLERANCE`` (1e-6
 overflow (a maximum at or above ``2**120``) or whose scores exceed 88 is recomputed by the
 per-pair float64 :func:`~homalign.dp.posterior.forward_backward` (with its own log-space
 fallback). On the bundled learned aligner's scores of HOMSTRAD dev pairs the bound is 1e-30 to
-1e-17 for most targets; a short target against a long query can exceed it (a row then spans
-more than float32's range: its maximum comes from paths that end near the target's end, while
-paths through the row's other end still matter) and takes the per-pair path.
+1e-17 for most targets; a long, strongly aligned pair can exceed it (a semiglobal row then
+spans more than float32's range: its maximum comes from paths that end near the target's end,
+while paths through the row's other end still matter). In semiglobal mode such a target first
+runs once more in the lanes in shifted column units (:func:`_shifted_retry`: the same
+posteriors, rows that stay in range), and takes the per-pair path only if that fails too.
 
 Layout (inter-sequence, as :mod:`homalign.dp.forward_batch`): targets sorted by length, taken 16
 at a time; a group runs as one DP whose cells are vectors of 16 lanes, one target per lane,
@@ -428,20 +430,52 @@ def _step(top, e):  # noqa: ANN001, ANN202
     return max(k, max(-e, -_MAX_STEP)), False
 
 
+@njit(cache=True, nogil=True)
+def _last_row_ends(W, lens, mu, tpb, mc, ic, cdo, sto):  # noqa: ANN001, ANN201
+    """The backward pass over the last row (semiglobal, :func:`_bw16`'s mode 1: nothing below,
+    every state ends on columns <= Lt), lane by lane in :func:`_bw16`'s float32 operations and
+    order, the end weight at column J times ``exp(-mu (Lt - J))``."""
+    for u in range(LANES):
+        ew = W[sto + _EW * LANES + u]
+        bdn = np.float32(0.0)
+        top = np.float32(0.0)
+        lt = lens[u]
+        for J in range(tpb - 1, -1, -1):
+            em = np.float32(0.0)
+            if J <= lt:
+                em = ew * np.float32(math.exp(-mu[u] * (lt - J)))
+            c = W[cdo + (J + 1) * 2 * LANES + u]
+            d = W[cdo + (J + 1) * 2 * LANES + LANES + u]
+            t = c * bdn
+            bm = em + t
+            bd = em + d * bdn
+            W[mc + J * LANES + u] = bm
+            W[ic + J * LANES + u] = bm
+            top = max(max(bd, bm), top)
+            bdn = bd
+        W[sto + _BD * LANES + u] = bdn
+        W[sto + _TOP * LANES + u] = top
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, work, logz, status):  # noqa: ANN001, ANN201, E501
+def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, mu, F, work, logz, status):  # noqa: ANN001, ANN201, E501
     """Forward-backward of the (up to) LANES targets of one group.
 
     Lane ``u``: scores at byte address ``addrs[u]`` (float32 (lq, lens[u]) C order), gap factors
     ``tc/td[goff[u]:goff[u] + lens[u]]``, posteriors written at ``oaddrs[u]``; log Z into
     ``logz[u]``, ``status[u]`` 0 (done) or 1 (use the per-pair path). Empty lanes have length 0.
+    ``mu[u]`` (semiglobal; 0: none): the lane's column shift (:func:`_shifted_retry`), whose
+    border factors are applied here: begin weight ``exp(-mu j)`` at (0, j), end weight
+    ``exp(-mu (Lt - j))`` at (Lq, j).
     ``F``: ``_store_size(lq, T)`` floats of room for the forward m of rows 0..lq and the
     weights w of rows 0..lq + 1 (lane-major); ``work``: ``_work_size(T)`` floats for the rows
     and state of the passes. Neither needs to be cleared.
     """
     T = 0
+    shifted = False
     for u in range(LANES):
         T = max(T, lens[u])
+        shifted |= mu[u] != 0.0
     tp = (T + LANES - 1) // LANES * LANES  # forward chunks: columns 1..tp
     tpb = (T + LANES) // LANES * LANES  # backward chunks: columns 0..tpb - 1
     ns = tpb + 1  # columns of a row buffer (the last one stays 0)
@@ -487,7 +521,7 @@ def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, work, logz, 
             W[STO + _BEG * LANES + u] = 1.0
         else:
             for j in range(lens[u] + 1):
-                F[j * LANES + u] = 1.0
+                F[j * LANES + u] = np.float32(math.exp(-mu[u] * j))
             top = np.float32(0.0)
             yl = np.float32(0.0)
             for j in range(1, lens[u] + 1):
@@ -554,8 +588,8 @@ def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, work, logz, 
                 add = 0.0
                 for j in range(T + 1):
                     c = j * LANES + u
-                    add += (np.float64(F[fc + c]) + np.float64(W[xc + c])
-                            + np.float64(W[yc + c]))
+                    add += ((np.float64(F[fc + c]) + np.float64(W[xc + c])
+                             + np.float64(W[yc + c])) * math.exp(-mu[u] * (lens[u] - j)))
             k, ovf = _step(W[STO + _TOP * LANES + u], E[u])
             bad[u] |= ovf
             acc[u] = (acc[u] + add) * _pow2(-k)
@@ -597,9 +631,12 @@ def _group(lq, qa, qb, tc, td, goff, addrs, lens, oaddrs, local, F, work, logz, 
         ic = IO + (r & 1) * rs
         fn = min(r + 1, lq) * rs
         en = EO + (r + 1) * rs
-        for j0 in range(tpb - LANES, -1, -LANES):
-            _bw16(F, W, lens, j0, fn, en, mn, inn, mc, ic, CDO, STO, pf, oaddr, mode,
-                  1 if r < lq else 0)
+        if mode == 1 and shifted:  # the last row's ends at (Lq, j) carry the column factors
+            _last_row_ends(W, lens, mu, tpb, mc, ic, CDO, STO)
+        else:
+            for j0 in range(tpb - LANES, -1, -LANES):
+                _bw16(F, W, lens, j0, fn, en, mn, inn, mc, ic, CDO, STO, pf, oaddr, mode,
+                      1 if r < lq else 0)
         for u in range(LANES):
             k, ovf = _step(W[STO + _TOP * LANES + u], H[u])
             bad[u] |= ovf
@@ -639,7 +676,7 @@ def _work_size(T):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, parallel=True)
-def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, threads, scratch):  # noqa: ANN001, ANN201, E501
+def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, mu, threads, scratch):  # noqa: ANN001, ANN201, E501
     """All targets, LANES at a time in order of length: ``(log Z, status)``. The part-filled
     group is the shortest one. ``nw = min(threads, groups)`` workers run in a ``prange``, worker
     ``w`` taking groups ``ng - 1 - w``, ``ng - 1 - w - nw``, ... (longest first), each with one
@@ -666,6 +703,7 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
             gl = np.zeros(LANES, dtype=np.int64)
             go = np.zeros(LANES, dtype=np.int64)
             gp = np.full(LANES, oaddrs[order[nt - 1]], dtype=np.int64)
+            gm = np.zeros(LANES)
             for u in range(LANES):
                 p = g * LANES + u - skip
                 if p >= 0:
@@ -674,10 +712,11 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
                     gl[u] = lens[k]
                     go[u] = goffs[k]
                     gp[u] = oaddrs[k]
+                    gm[u] = mu[k]
             lz = np.zeros(LANES)
             st = np.ones(LANES, dtype=np.int64)
             base = w * size
-            _group(lq, qa, qb, tc, td, go, ga, gl, gp, local, scratch[base:base + fsize],
+            _group(lq, qa, qb, tc, td, go, ga, gl, gp, local, gm, scratch[base:base + fsize],
                    scratch[base + fsize:base + size], lz, st)
             for u in range(LANES):
                 p = g * LANES + u - skip
@@ -685,6 +724,44 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, thr
                     logz[order[p]] = lz[u]
                     status[order[p]] = st[u]
     return logz, status
+
+
+def _shifted_retry(ks: np.ndarray, mats: list, out: list, qo: np.ndarray, qe: np.ndarray,
+                   tos: list, tes: list, lens: np.ndarray, log_z: np.ndarray,
+                   status: np.ndarray, threads: int) -> None:
+    """Semiglobal targets whose float32 rows outgrew their range, once more in the lanes with
+    the target's columns in shifted units: every move that consumes target column j (a pair, or
+    the target residue against a gap) times ``exp(-mu)``, the begin weight at (0, j) times
+    ``exp(-mu j)`` and the end weight at (Lq, j) times ``exp(-mu (Lt - j))``. Every alignment's
+    weight is then ``exp(-mu Lt)`` times its own, so the posteriors are the same and ``log Z``
+    is the run's plus ``mu Lt``, while a row of a long, strongly aligned pair, which grows by
+    about ``mu`` a column, stays within float32's range. ``mu``: the first pass's ``log Z`` (in
+    ``log_z``; finite and > 0 for every target in ``ks``) over ``Lt``: that pass lost mass, but
+    its row scales follow the strongest paths, so it is close to the rate at which the rows grow
+    (the bound decides either way). The targets that pass get their results in ``out``,
+    ``log_z`` and ``status``; the others keep status 1."""
+    lq = len(qo)
+    mus = log_z[ks] / lens[ks]
+    shifted = [np.ascontiguousarray(mats[k] - np.float32(m), dtype=np.float32)
+               for k, m in zip(ks, mus, strict=True)]
+    to = np.concatenate([tos[k] for k in ks]).astype(np.float64)
+    te = np.concatenate([tes[k].astype(np.float64) + m for k, m in zip(ks, mus, strict=True)])
+    tc = np.exp(-(to + te)).astype(np.float32)
+    td = np.exp(-te).astype(np.float32)
+    qa = np.exp(-(qo.astype(np.float64) + qe)).astype(np.float32)
+    qb = np.exp(-qe.astype(np.float64)).astype(np.float32)
+    sub = lens[ks]
+    goffs = np.concatenate(([0], np.cumsum(sub)[:-1])).astype(np.int64)
+    addrs = np.array([m.ctypes.data for m in shifted], dtype=np.int64)
+    oaddrs = np.array([out[k].ctypes.data for k in ks], dtype=np.int64)
+    top = int(sub.max())
+    workers = max(1, min(threads, (len(ks) + LANES - 1) // LANES))
+    scratch = _scratch(workers * (_store_size(lq, top) + _work_size(top)))
+    lz, st = _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, sub, oaddrs, False, mus,
+                               threads, scratch)
+    ok = st == 0
+    log_z[ks[ok]] = lz[ok] + mus[ok] * sub[ok]
+    status[ks[ok]] = 0
 
 
 def _scratch(values: int) -> np.ndarray:
@@ -841,9 +918,17 @@ def _posteriors(
         top = int(sub.max())
         scratch = _scratch(workers * (_store_size(lq, top) + _work_size(top)))
         lz, st = _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, sub, oaddrs,
-                                   code == LOCAL, threads, scratch)
+                                   code == LOCAL, np.zeros(len(idx)), threads, scratch)
         log_z[idx] = lz
         status[idx] = st
+        # semiglobal rows that outgrew float32: once more in shifted units (NaN and +inf
+        # scores go on to the per-pair path, whose input check names them)
+        retry = np.array([k for k in idx[st != 0] if code == SEMIGLOBAL
+                          and math.isfinite(log_z[k]) and log_z[k] > 0.0
+                          and not (np.isnan(mats[k]).any() or np.isposinf(mats[k]).any())],
+                         dtype=np.int64)
+        if len(retry):
+            _shifted_retry(retry, mats, out, qo, qe, tos, tes, lens, log_z, status, threads)
     for k in np.flatnonzero(status != 0):
         out[k], log_z[k] = _pair(mats[k], qo, qe, tos[k], tes[k], mode, int(k))
     return out, log_z, status == 0
