@@ -44,6 +44,43 @@ def _batch(rng: np.random.Generator, lq: int, lts: np.ndarray, large: bool = Fal
     return S, qo, qe, to, te
 
 
+def _strong(rng: np.random.Generator, lq: int, lts: np.ndarray):  # noqa: ANN202
+    """``_batch``'s tuple for long targets each aligned whole (+2 a column) against a query
+    region, over a background of many weaker alignments: semiglobal rows outgrow float32."""
+    S = []
+    for lt in lts:
+        m = rng.normal(0.0, 1.0, (lq, int(lt)))
+        off = int(rng.integers(0, lq - lt))
+        d = np.arange(lt)
+        m[d + off, d] += 2.0
+        S.append(m.astype(np.float32))
+    qo, qe = rng.uniform(1.0, 3.0, lq), rng.uniform(0.1, 0.5, lq)
+    to = [rng.uniform(1.0, 3.0, lt) for lt in lts]
+    te = [rng.uniform(0.1, 0.5, lt) for lt in lts]
+    return S, qo, qe, to, te
+
+
+def _first_pass_status(args: tuple) -> np.ndarray:
+    """Status of the 16-lane kernel's first, unshifted pass alone (1: out of range)."""
+    S, qo, qe, to, te = args
+    lq, lts = S[0].shape[0], np.array([m.shape[1] for m in S])
+    mats = [np.ascontiguousarray(m) for m in S]
+    outs = [np.empty(m.shape, dtype=np.float32) for m in mats]
+    q_o, q_e = qo.astype(np.float32).astype(np.float64), qe.astype(np.float32).astype(np.float64)
+    t_o = np.concatenate(to).astype(np.float32).astype(np.float64)
+    t_e = np.concatenate(te).astype(np.float32).astype(np.float64)
+    top = int(lts.max())
+    _, st = posterior_batch._posteriors_lanes(
+        lq, np.exp(-(q_o + q_e)).astype(np.float32), np.exp(-q_e).astype(np.float32),
+        np.exp(-(t_o + t_e)).astype(np.float32), np.exp(-t_e).astype(np.float32),
+        np.concatenate(([0], np.cumsum(lts)[:-1])).astype(np.int64),
+        np.array([m.ctypes.data for m in mats]), lts, np.array([o.ctypes.data for o in outs]),
+        False, np.zeros(len(lts)), 1,
+        posterior_batch._scratch(posterior_batch._store_size(lq, top)
+                                 + posterior_batch._work_size(top)))
+    return st
+
+
 def _reference(args: tuple, mode: str, k: int) -> tuple[np.ndarray, float]:
     S, qo, qe, to, te = args
     lq, lt = S[k].shape
@@ -150,33 +187,40 @@ def test_a_kept_scratch_buffer_leaves_no_trace_in_later_results() -> None:
 _THREADS_SCRIPT = """
 import numba, numpy as np, sys
 sys.path.insert(0, {root!r})
-from tests.test_posterior_batch import _batch
+from tests.test_posterior_batch import _batch, _strong
 from homalign.dp.posterior_batch import posteriors_many
-rng = np.random.default_rng(11)
-args = _batch(rng, 40, rng.integers(1, 90, 3 * 16 + 5))
-out = []
-for n in (1, 2):
-    numba.set_num_threads(n)
-    out.append(posteriors_many(*args, "semiglobal"))
-same = all(np.array_equal(a, b) for a, b in zip(out[0][0], out[1][0], strict=True))
-sys.exit(0 if same and np.array_equal(out[0][1], out[1][1]) else 1)
+rng, srng = np.random.default_rng(11), np.random.default_rng(12)
+ok = True
+for args in (_batch(rng, 40, rng.integers(1, 90, 3 * 16 + 5)),
+             _strong(srng, 500, srng.integers(280, 420, 24))):
+    out = []
+    for n in (1, 2):
+        numba.set_num_threads(n)
+        out.append(posteriors_many(*args, "semiglobal"))
+    ok &= all(np.array_equal(a, b) for a, b in zip(out[0][0], out[1][0], strict=True))
+    ok &= bool(np.array_equal(out[0][1], out[1][1]))
+sys.exit(0 if ok else 1)
 """
 
 
 def test_results_do_not_depend_on_the_thread_count() -> None:
+    """Also for the shifted retry: 24 targets, most out of float32's range run in two groups."""
+    srng = np.random.default_rng(12)
+    strong = _strong(srng, 500, srng.integers(280, 420, 24))
+    assert (_first_pass_status(strong) == 1).sum() > LANES
     if numba.config.NUMBA_NUM_THREADS >= 2:
         rng = np.random.default_rng(11)
-        args = _batch(rng, 40, rng.integers(1, 90, 3 * LANES + 5))
-        old = numba.get_num_threads()
-        try:
-            numba.set_num_threads(1)
-            one = posteriors_many(*args, "semiglobal")
-            numba.set_num_threads(2)
-            two = posteriors_many(*args, "semiglobal")
-        finally:
-            numba.set_num_threads(old)
-        assert all(np.array_equal(a, b) for a, b in zip(one[0], two[0], strict=True))
-        assert np.array_equal(one[1], two[1])
+        for args in (_batch(rng, 40, rng.integers(1, 90, 3 * LANES + 5)), strong):
+            old = numba.get_num_threads()
+            try:
+                numba.set_num_threads(1)
+                one = posteriors_many(*args, "semiglobal")
+                numba.set_num_threads(2)
+                two = posteriors_many(*args, "semiglobal")
+            finally:
+                numba.set_num_threads(old)
+            assert all(np.array_equal(a, b) for a, b in zip(one[0], two[0], strict=True))
+            assert np.array_equal(one[1], two[1])
     else:  # this process has one thread: ask a child with two
         root = str(Path(__file__).resolve().parents[1])
         env = {**os.environ, "NUMBA_NUM_THREADS": "2"}
@@ -211,36 +255,8 @@ def test_long_strongly_aligned_semiglobal_pairs_stay_in_the_lanes() -> None:
     """A semiglobal row of a long pair with a strong alignment spans more than float32's range
     (the first lane pass fails its bound); the retry in shifted column units computes it in
     the lanes, equal to the float64 path."""
-    rng = np.random.default_rng(21)
-    lq, lts = 500, np.array([300, 420, 260])
-    S = []
-    for lt in lts:
-        m = rng.normal(0.0, 1.0, (lq, lt))
-        off = int(rng.integers(0, lq - lt))
-        d = np.arange(lt)
-        m[d + off, d] += 2.0  # a whole-target alignment over a background of many weaker ones
-        S.append(m.astype(np.float32))
-    qo, qe = rng.uniform(1.0, 3.0, lq), rng.uniform(0.1, 0.5, lq)
-    to = [rng.uniform(1.0, 3.0, lt) for lt in lts]
-    te = [rng.uniform(0.1, 0.5, lt) for lt in lts]
-    args = (S, qo, qe, to, te)
-    # the first pass alone (no shift) rules float32 out for every target
-    mats = [np.ascontiguousarray(m) for m in S]
-    outs = [np.empty(m.shape, dtype=np.float32) for m in mats]
-    qo32, qe32 = qo.astype(np.float32), qe.astype(np.float32)
-    t_o = np.concatenate(to).astype(np.float32).astype(np.float64)
-    t_e = np.concatenate(te).astype(np.float32).astype(np.float64)
-    top = int(lts.max())
-    _, st = posterior_batch._posteriors_lanes(
-        lq, np.exp(-(qo32.astype(np.float64) + qe32)).astype(np.float32),
-        np.exp(-qe32.astype(np.float64)).astype(np.float32),
-        np.exp(-(t_o + t_e)).astype(np.float32), np.exp(-t_e).astype(np.float32),
-        np.concatenate(([0], np.cumsum(lts)[:-1])).astype(np.int64),
-        np.array([m.ctypes.data for m in mats]), lts, np.array([o.ctypes.data for o in outs]),
-        False, np.zeros(len(lts)), 1,
-        posterior_batch._scratch(posterior_batch._store_size(lq, top)
-                                 + posterior_batch._work_size(top)))
-    assert (st == 1).all()
+    args = _strong(np.random.default_rng(21), 500, np.array([300, 420, 260]))
+    assert (_first_pass_status(args) == 1).all()
     assert _check(args, "semiglobal").all()
 
 
