@@ -204,7 +204,8 @@ sys.exit(0 if ok else 1)
 
 
 def test_results_do_not_depend_on_the_thread_count() -> None:
-    """Also for the shifted retry: 24 targets, most out of float32's range run in two groups."""
+    """Also for the shifted retry: of 24 long targets more than 16 fail the first pass, so the
+    retry runs two groups."""
     srng = np.random.default_rng(12)
     strong = _strong(srng, 500, srng.integers(280, 420, 24))
     assert (_first_pass_status(strong) == 1).sum() > LANES
