@@ -726,9 +726,27 @@ def _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, lens, oaddrs, local, mu,
     return logz, status
 
 
-def _shifted_retry(ks: np.ndarray, mats: list, out: list, qo: np.ndarray, qe: np.ndarray,
-                   tos: list, tes: list, lens: np.ndarray, log_z: np.ndarray,
-                   status: np.ndarray, threads: int) -> None:
+def _run_lanes(mats: list, outs: list, qa: np.ndarray, qb: np.ndarray, to: np.ndarray,
+               te: np.ndarray, local: bool, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log Z, status)`` of the targets ``mats`` (float32 (Lq, Lt) each, results into
+    ``outs``) through :func:`_posteriors_lanes`; ``to``/``te``: their float64 target costs,
+    concatenated; ``mu``: their column shifts (zeros: none)."""
+    lq = len(qa)
+    sub = np.array([m.shape[1] for m in mats], dtype=np.int64)
+    goffs = np.concatenate(([0], np.cumsum(sub)[:-1])).astype(np.int64)
+    addrs = np.array([m.ctypes.data for m in mats], dtype=np.int64)
+    oaddrs = np.array([o.ctypes.data for o in outs], dtype=np.int64)
+    threads = numba.get_num_threads()
+    workers = max(1, min(threads, (len(mats) + LANES - 1) // LANES))
+    top = int(sub.max())
+    scratch = _scratch(workers * (_store_size(lq, top) + _work_size(top)))
+    return _posteriors_lanes(lq, qa, qb, np.exp(-(to + te)).astype(np.float32),
+                             np.exp(-te).astype(np.float32), goffs, addrs, sub, oaddrs, local,
+                             mu, threads, scratch)
+
+
+def _shifted_retry(ks: np.ndarray, mats: list, out: list, qa: np.ndarray, qb: np.ndarray,
+                   tos: list, tes: list, log_z: np.ndarray, status: np.ndarray) -> None:
     """Semiglobal targets whose float32 rows outgrew their range, once more in the lanes with
     the target's columns in shifted units: every move that consumes target column j (a pair, or
     the target residue against a gap) times ``exp(-mu)``, the begin weight at (0, j) times
@@ -740,27 +758,15 @@ def _shifted_retry(ks: np.ndarray, mats: list, out: list, qo: np.ndarray, qe: np
     its row scales follow the strongest paths, so it is close to the rate at which the rows grow
     (the bound decides either way). The targets that pass get their results in ``out``,
     ``log_z`` and ``status``; the others keep status 1."""
-    lq = len(qo)
-    mus = log_z[ks] / lens[ks]
+    lts = np.array([mats[k].shape[1] for k in ks], dtype=np.int64)
+    mus = log_z[ks] / lts
     shifted = [np.ascontiguousarray(mats[k] - np.float32(m), dtype=np.float32)
                for k, m in zip(ks, mus, strict=True)]
     to = np.concatenate([tos[k] for k in ks]).astype(np.float64)
     te = np.concatenate([tes[k].astype(np.float64) + m for k, m in zip(ks, mus, strict=True)])
-    tc = np.exp(-(to + te)).astype(np.float32)
-    td = np.exp(-te).astype(np.float32)
-    qa = np.exp(-(qo.astype(np.float64) + qe)).astype(np.float32)
-    qb = np.exp(-qe.astype(np.float64)).astype(np.float32)
-    sub = lens[ks]
-    goffs = np.concatenate(([0], np.cumsum(sub)[:-1])).astype(np.int64)
-    addrs = np.array([m.ctypes.data for m in shifted], dtype=np.int64)
-    oaddrs = np.array([out[k].ctypes.data for k in ks], dtype=np.int64)
-    top = int(sub.max())
-    workers = max(1, min(threads, (len(ks) + LANES - 1) // LANES))
-    scratch = _scratch(workers * (_store_size(lq, top) + _work_size(top)))
-    lz, st = _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, sub, oaddrs, False, mus,
-                               threads, scratch)
+    lz, st = _run_lanes(shifted, [out[k] for k in ks], qa, qb, to, te, False, mus)
     ok = st == 0
-    log_z[ks[ok]] = lz[ok] + mus[ok] * sub[ok]
+    log_z[ks[ok]] = lz[ok] + mus[ok] * lts[ok]
     status[ks[ok]] = 0
 
 
@@ -907,18 +913,8 @@ def _posteriors(
         if len(idx) < n:
             keep = np.repeat(lane, lens)
             to, te = to[keep], te[keep]
-        tc = np.exp(-(to + te)).astype(np.float32)
-        td = np.exp(-te).astype(np.float32)
-        sub = lens[idx]
-        goffs = np.concatenate(([0], np.cumsum(sub)[:-1])).astype(np.int64)
-        addrs = np.array([mats[k].ctypes.data for k in idx], dtype=np.int64)
-        oaddrs = np.array([out[k].ctypes.data for k in idx], dtype=np.int64)
-        threads = numba.get_num_threads()
-        workers = max(1, min(threads, (len(idx) + LANES - 1) // LANES))
-        top = int(sub.max())
-        scratch = _scratch(workers * (_store_size(lq, top) + _work_size(top)))
-        lz, st = _posteriors_lanes(lq, qa, qb, tc, td, goffs, addrs, sub, oaddrs,
-                                   code == LOCAL, np.zeros(len(idx)), threads, scratch)
+        lz, st = _run_lanes([mats[k] for k in idx], [out[k] for k in idx], qa, qb, to, te,
+                            code == LOCAL, np.zeros(len(idx)))
         log_z[idx] = lz
         status[idx] = st
         # semiglobal rows that outgrew float32: once more in shifted units (NaN and +inf
@@ -928,7 +924,7 @@ def _posteriors(
                           and not (np.isnan(mats[k]).any() or np.isposinf(mats[k]).any())],
                          dtype=np.int64)
         if len(retry):
-            _shifted_retry(retry, mats, out, qo, qe, tos, tes, lens, log_z, status, threads)
+            _shifted_retry(retry, mats, out, qa, qb, tos, tes, log_z, status)
     for k in np.flatnonzero(status != 0):
         out[k], log_z[k] = _pair(mats[k], qo, qe, tos[k], tes[k], mode, int(k))
     return out, log_z, status == 0
