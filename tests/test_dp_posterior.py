@@ -82,6 +82,67 @@ def test_mac_align_skips_low_posteriors_and_bridges_gaps():
     assert res.score == pytest.approx(0.5 + 0.5 + 0.4 + 0.4, rel=1e-6)
 
 
+def _mac_reference(P: np.ndarray, threshold: float):
+    """MAC as its definition: the Gotoh DP on P - threshold with zero gap costs."""
+    arr = np.asarray(P, np.float32)
+    return align(np.ascontiguousarray(arr - np.float32(threshold)), GapCosts.zeros(*arr.shape))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mac_align_equals_the_gotoh_dp_ties_included(seed):
+    # local MAC visits only the cells above the threshold (and those within rounding of it):
+    # the same score, pairs, CIGAR and spans as the full DP, on matrices built to tie (a few
+    # repeated values, cells exactly at or within an ulp of the threshold, empty rows) and on
+    # thresholds whose cells are too many for the sparse path
+    rng = np.random.default_rng(seed)
+    values = [np.float32([0, 0.3, 0.5, 0.8, 0.9]), np.float32([0, 0.6, 0.9]),
+              np.float32([0, np.nextafter(np.float32(0.3), 1), 0.3, 0.9, 100.0])]
+    for trial in range(600):
+        lq, lt = (int(x) for x in rng.integers(1, 25, 2))
+        if trial % 4 == 3:
+            P = (rng.random((lq, lt)) ** 3).astype(np.float32)
+        else:
+            v = values[trial % 3]
+            p = np.full(len(v), 0.4 / (len(v) - 1))
+            p[0] = 0.6
+            P = rng.choice(v, size=(lq, lt), p=p)
+        threshold = float(rng.choice([0.3, 0.3, 0.05, 0.0, -0.1, 0.7]))
+        got, want = mac_align(P, threshold), _mac_reference(P, threshold)
+        assert (got.score, got.cigar, got.q_start, got.q_end, got.t_start, got.t_end) == (
+            want.score, want.cigar, want.q_start, want.q_end, want.t_start, want.t_end), (P, threshold)
+        np.testing.assert_array_equal(got.pairs, want.pairs)
+        assert got.pairs.dtype == want.pairs.dtype
+
+
+def test_mac_align_ties_follow_the_traceback_order():
+    # equal chains: the end is the first best cell in row-major order, a predecessor the one
+    # the traceback's walk (up, then left) reaches first
+    P = np.zeros((6, 6), np.float32)
+    P[0, 1] = P[1, 0] = P[3, 3] = 0.9
+    assert mac_align(P).pairs.tolist() == [[0, 1], [3, 3]]
+    P = np.zeros((6, 6), np.float32)
+    P[0, 1] = P[1, 1] = P[2, 2] = 0.9  # (1, 1) is the diagonal predecessor of (2, 2)
+    assert mac_align(P).pairs.tolist() == [[1, 1], [2, 2]]
+    P = np.zeros((6, 6), np.float32)
+    P[0, 0] = P[3, 5] = 0.9
+    assert mac_align(P).cigar == "1M4D2I1M"  # the target's residues against gaps first
+
+
+def test_mac_align_rejects_what_is_not_finite_and_empty_matrices():
+    P = np.full((3, 3), 0.5, np.float32)
+    for bad in (np.nan, np.inf, -np.inf):
+        Q = P.copy()
+        Q[1, 2] = bad
+        with pytest.raises(ValueError, match="finite"):
+            mac_align(Q)
+    with pytest.raises(ValueError, match="threshold"):
+        mac_align(P, threshold=float("nan"))
+    with pytest.raises(ValueError, match="non-empty"):
+        mac_align(np.zeros((0, 4), np.float32))
+    nothing = mac_align(np.full((3, 4), 0.2, np.float32))  # no pair above the threshold
+    assert (nothing.score, nothing.cigar, nothing.pairs.shape) == (0.0, "", (0, 2))
+
+
 def test_mac_align_on_real_posteriors_has_high_accuracy():
     # a target that is the query with two insertions; the posterior decoding recovers the pairs
     rng = np.random.default_rng(5)

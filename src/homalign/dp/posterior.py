@@ -284,11 +284,210 @@ def log_partition(
 
 def mac_align(P: np.ndarray, threshold: float = 0.3, mode: str = "local") -> DPResult:
     """Maximum-accuracy alignment (HHsearch's MAC): maximise ``sum (P[i, j] - threshold)`` over
-    the aligned pairs, gaps free. ``score`` is that sum; ties follow :func:`align`'s rules."""
+    the aligned pairs, gaps free. ``score`` is that sum; ties follow :func:`align`'s rules.
+
+    In local mode (the default) an optimal path with free gaps is a chain of cells with
+    ``P - threshold > 0``, each below and right of the one before, and a posterior matrix has
+    fewer than ``1 / threshold`` of them a row; :func:`_mac_local` visits only those (and the
+    ones within float32 rounding of 0) and returns what :func:`align` returns on
+    ``P - threshold`` with zero gap costs: the same float32 sums, end cell and ties. A matrix
+    with many such cells (a threshold near 0) runs that Gotoh DP."""
     arr = np.asarray(P, dtype=np.float32)
     if arr.ndim != 2:
         raise ValueError(f"posterior matrix must be 2-D, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold must be finite, got {threshold!r}")
+    cut = np.float32(threshold)
+    top, bottom = (float(arr.max()), float(arr.min())) if arr.size else (0.0, 0.0)
+    if not (math.isfinite(top) and math.isfinite(bottom)):  # NaN propagates through both
         raise ValueError("posterior matrix must be finite")
-    shifted = np.ascontiguousarray(arr - np.float32(threshold))
-    return align(shifted, GapCosts.zeros(*arr.shape), mode=mode)
+    if mode_code(mode) == LOCAL and arr.size:
+        # a chain's sum stays below min(Lq, Lt) * max(w): a cell whose w is below minus twice
+        # that bound's float32 spacing can neither join a best path nor tie one
+        _, e2 = math.frexp(max(top - float(cut), 1.0) * min(arr.shape))
+        low = -(2.0 ** (e2 - 23))
+        # every cell with w > low has P > cut + 2 low (exact), so P > loose
+        loose = np.nextafter(np.float32(float(cut) + 2.0 * low), np.float32(-np.inf))
+        ok, score, pairs, cigar, span = _mac_local(np.ascontiguousarray(arr), cut,
+                                                   np.float32(low), loose,
+                                                   4 * (arr.shape[0] + arr.shape[1]))
+        if ok:
+            q0, q1, t0, t1 = span
+            return DPResult(score=score, pairs=pairs, cigar=cigar.tobytes().decode(),
+                            q_start=q0, q_end=q1, t_start=t0, t_end=t1, mode="local")
+    return align(np.ascontiguousarray(arr - cut), GapCosts.zeros(*arr.shape), mode=mode)
+
+
+@njit(cache=True, nogil=True)
+def _mac_tree_better(v, r, c, v2, r2, c2):  # noqa: ANN001, ANN202
+    """Whether (value, row, column) ``v, r, c`` comes before ``v2, r2, c2``: the higher value,
+    then the smaller row, then the larger column."""
+    return v > v2 or (v == v2 and (r < r2 or (r == r2 and c > c2)))
+
+
+@njit(cache=True, nogil=True)
+def _mac_insert_best(tree, start, stop, val, ci, cj):  # noqa: ANN001, ANN202
+    """Cells ``start .. stop - 1`` into ``_mac_local``'s Fenwick tree of prefix best cells."""
+    for e in range(start, stop):
+        x = cj[e] + 1
+        while x < len(tree):
+            t = tree[x]
+            if t < 0 or _mac_tree_better(val[e], ci[e], cj[e], val[t], ci[t], cj[t]):
+                tree[x] = e
+            x += x & (-x)
+
+
+@njit(cache=True, nogil=True)
+def _put_run(buf, o, count, letter):  # noqa: ANN001, ANN202
+    """Write CIGAR run ``count``, ``letter`` (ASCII) at ``buf[o:]``; returns the next offset."""
+    digits = 1
+    x = count
+    while x >= 10:
+        x //= 10
+        digits += 1
+    x = count
+    for d in range(digits - 1, -1, -1):
+        buf[o + d] = 48 + x % 10
+        x //= 10
+    buf[o + digits] = letter
+    return o + digits + 1
+
+
+@njit(cache=True, nogil=True)
+def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR0915
+    """The local MAC path over ``P`` (float32, C-contiguous, finite): ``(ok, score, pairs int32
+    (k, 2), CIGAR as ASCII bytes, (q_start, q_end, t_start, t_end))``; not ok (nothing
+    computed) if more than ``limit`` cells need a visit. ``loose``: a value below every ``P``
+    whose ``w`` is above ``low``.
+
+    The Gotoh DP with zero gap costs gives cell (i, j) the value ``max(0, v) + w``, ``w = P[i,
+    j] - cut`` and ``v`` the best value in rows < i and columns < j (0 if none), and ends at the
+    first best cell in row-major order. A chain's sum stays below ``min(Lq, Lt) * max(w)``, so
+    a cell with ``w`` below minus twice that bound's float32 spacing is never on a path nor
+    ties one (``v + w < v``); only the others are visited, row by row. ``v`` comes from a
+    Fenwick tree of prefix maxima over the columns (rows < i). Among the cells holding ``v``,
+    the traceback, which prefers M, then I (up), then D (left), takes (i - 1, j - 1); else, if
+    a row < i - 1 holds one, the bottom one in column j - 1 (the largest row), or failing that the
+    rightmost one of the smallest such row (a second tree over rows < i - 1, in the order of
+    :func:`_mac_tree_better`); else the rightmost one of row i - 1."""
+    lq, lt = P.shape
+    zero = np.float32(0.0)
+    ci = np.empty(limit, np.int64)
+    cj = np.empty(limit, np.int64)
+    n = 0
+    for i in range(lq):
+        row = P[i]
+        count = 0
+        for j in range(lt):  # vectorised; most rows hold one or two such cells
+            count += row[j] > loose
+        for j in range(lt):
+            if count == 0:
+                break
+            if row[j] > loose:
+                count -= 1
+                if row[j] - cut > low:
+                    if n == limit:
+                        return False, 0.0, np.zeros((0, 2), np.int32), np.zeros(0, np.uint8), (0, 0, 0, 0)
+                    ci[n] = i
+                    cj[n] = j
+                    n += 1
+    val = np.empty(n, np.float32)
+    pred = np.full(n, -1, np.int64)
+    col_next = np.full(n, -1, np.int64)  # the cell above in the same column
+    col_head = np.full(lt, -1, np.int64)  # the lowest cell of a column so far
+    tree_v = np.full(lt + 1, zero)  # prefix maxima of values > 0, rows < i
+    tree_b = np.full(lt + 1, -1, np.int64)  # prefix best cells, rows < i - 1
+    best = -1
+    prev0 = 0  # cells prev0 .. row0 - 1: the last row done (row i - 1 once checked below)
+    row0 = 0
+    while row0 < n:
+        i = ci[row0]
+        if prev0 < row0 and ci[prev0] != i - 1:  # row i - 1 holds no cell
+            _mac_insert_best(tree_b, prev0, row0, val, ci, cj)
+            prev0 = row0
+        row1 = row0
+        while row1 < n and ci[row1] == i:
+            row1 += 1
+        for k in range(row0, row1):
+            j = cj[k]
+            w = P[i, j] - cut
+            v = zero
+            x = j
+            while x > 0:
+                v = max(v, tree_v[x])
+                x -= x & (-x)
+            p = -1
+            if v > zero:
+                for e in range(prev0, row0):
+                    if cj[e] == j - 1 and val[e] == v:
+                        p = e
+                if p < 0:
+                    b = -1
+                    x = j
+                    while x > 0:
+                        e = tree_b[x]
+                        if e >= 0 and (b < 0 or _mac_tree_better(val[e], ci[e], cj[e],
+                                                                 val[b], ci[b], cj[b])):
+                            b = e
+                        x -= x & (-x)
+                    if b >= 0 and val[b] == v:
+                        e = col_head[j - 1]
+                        while e >= 0:
+                            if ci[e] < i - 1 and val[e] == v:
+                                p = e
+                                break
+                            e = col_next[e]
+                        if p < 0:
+                            p = b
+                    else:
+                        for e in range(prev0, row0):
+                            if cj[e] < j and val[e] == v:
+                                p = e
+            if p >= 0:
+                pred[k] = p
+                val[k] = v + w
+            else:
+                val[k] = zero + w
+            if val[k] > zero and (best < 0 or val[k] > val[best]):
+                best = k
+        _mac_insert_best(tree_b, prev0, row0, val, ci, cj)  # row i - 1: above the next row's
+        for e in range(row0, row1):
+            x = cj[e] + 1
+            while x < len(tree_v):
+                tree_v[x] = max(tree_v[x], val[e])
+                x += x & (-x)
+            col_next[e] = col_head[cj[e]]
+            col_head[cj[e]] = e
+        prev0 = row0
+        row0 = row1
+    if best < 0:
+        return True, 0.0, np.zeros((0, 2), np.int32), np.zeros(0, np.uint8), (0, 0, 0, 0)
+    m = 0
+    e = best
+    while e >= 0:
+        m += 1
+        e = pred[e]
+    pairs = np.empty((m, 2), np.int32)
+    e = best
+    for a in range(m - 1, -1, -1):
+        pairs[a, 0] = ci[e]
+        pairs[a, 1] = cj[e]
+        e = pred[e]
+    cigar = np.empty(3 * 11 * m, np.uint8)  # at most three runs a pair, each <= 11 bytes
+    o = 0
+    run = 0
+    for a in range(m):
+        if a > 0:  # between two pairs: the target's residues against gaps, then the query's
+            dj = pairs[a, 1] - pairs[a - 1, 1] - 1
+            di = pairs[a, 0] - pairs[a - 1, 0] - 1
+            if dj > 0 or di > 0:
+                o = _put_run(cigar, o, run, 77)
+                run = 0
+            if dj > 0:
+                o = _put_run(cigar, o, dj, 68)
+            if di > 0:
+                o = _put_run(cigar, o, di, 73)
+        run += 1
+    o = _put_run(cigar, o, run, 77)
+    span = (int(pairs[0, 0]), int(pairs[m - 1, 0]) + 1, int(pairs[0, 1]), int(pairs[m - 1, 1]) + 1)
+    return True, float(val[best]), pairs, cigar[:o], span

@@ -313,13 +313,11 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     paths: list[Any] = [None] * n
     pmode = mode or model.cfg.decode_mode
     if decode == "mea" and pmode in ("local", "semiglobal"):
-        from homalign.dp import GapCosts
+        from homalign.model.decode import mea_align
 
         posteriors = _posteriors_of(scored, pmode)
-        # MEA paths (mac_align: sum of P - threshold, gaps free, local) in one lane batch
-        cut = np.float32(model.cfg.mea_threshold if threshold is None else float(threshold))
-        paths = align_batch([np.asarray(P, dtype=np.float32) - cut for P in posteriors],
-                            [GapCosts.zeros(*P.shape) for P in posteriors], mode="local")
+        cut = model.cfg.mea_threshold if threshold is None else float(threshold)
+        paths = [mea_align(P, cut) for P in posteriors]
     local = align_batch([S for S, _ in scored], [g for _, g in scored], mode="local",
                         score_only=True)
     out = []
