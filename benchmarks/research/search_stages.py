@@ -32,7 +32,8 @@ STAGES = [("homalign.search.engine", None, "best_by_sw", "candidates: ungapped, 
           ("homalign.model.inference", "InferenceAligner", "embed_many", "tracebacks: encoder"),
           ("homalign.model.inference", "InferenceAligner", "score_many", "tracebacks: scores"),
           ("homalign.methods.learned", None, "_posteriors_of", "tracebacks: posteriors"),
-          ("homalign.dp.batch", None, "align_batch", "tracebacks: MEA paths, local scores")]
+          ("homalign.model.decode", None, "mea_align", "tracebacks: MEA paths"),
+          ("homalign.dp.batch", None, "align_batch", "tracebacks: local scores")]
 
 
 def _wrap(owner: Any, name: str, label: str, acc: collections.Counter) -> None:
