@@ -114,6 +114,17 @@ def test_mac_align_equals_the_gotoh_dp_ties_included(seed):
         assert got.pairs.dtype == want.pairs.dtype
 
 
+def test_mac_align_with_crowded_columns_runs_the_gotoh_dp():
+    # more cells above the threshold in one column than the sparse walk takes (not a posterior
+    # matrix: its columns sum past 1): the DP's result all the same
+    P = np.zeros((60, 12), np.float32)
+    P[:, 3] = P[:, 4] = 0.9
+    P[10, 7] = P[50, 9] = 0.7
+    got, want = mac_align(P), _mac_reference(P, 0.3)
+    assert (got.score, got.cigar) == (want.score, want.cigar)
+    np.testing.assert_array_equal(got.pairs, want.pairs)
+
+
 def test_mac_align_ties_follow_the_traceback_order():
     # equal chains: the end is the first best cell in row-major order, a predecessor the one
     # the traceback's walk (up, then left) reaches first

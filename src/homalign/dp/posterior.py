@@ -291,7 +291,8 @@ def mac_align(P: np.ndarray, threshold: float = 0.3, mode: str = "local") -> DPR
     fewer than ``1 / threshold`` of them a row; :func:`_mac_local` visits only those (and the
     ones within float32 rounding of 0) and returns what :func:`align` returns on
     ``P - threshold`` with zero gap costs: the same float32 sums, end cell and ties. A matrix
-    with many such cells (a threshold near 0) runs that Gotoh DP."""
+    with many such cells (a threshold near 0, or more than :data:`MAC_COLUMN_CELLS` in one
+    column) runs that Gotoh DP."""
     arr = np.asarray(P, dtype=np.float32)
     if arr.ndim != 2:
         raise ValueError(f"posterior matrix must be 2-D, got shape {arr.shape}")
@@ -316,6 +317,11 @@ def mac_align(P: np.ndarray, threshold: float = 0.3, mode: str = "local") -> DPR
             return DPResult(score=score, pairs=pairs, cigar=cigar.tobytes().decode(),
                             q_start=q0, q_end=q1, t_start=t0, t_end=t1, mode="local")
     return align(np.ascontiguousarray(arr - cut), GapCosts.zeros(*arr.shape), mode=mode)
+
+
+#: local MAC runs the Gotoh DP instead when a column holds more cells above the threshold (a
+#: posterior column sums to at most 1; the sparse walk scans a column's cells per cell)
+MAC_COLUMN_CELLS = 32
 
 
 @njit(cache=True, nogil=True)
@@ -357,8 +363,8 @@ def _put_run(buf, o, count, letter):  # noqa: ANN001, ANN202
 def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR0915
     """The local MAC path over ``P`` (float32, C-contiguous, finite): ``(ok, score, pairs int32
     (k, 2), CIGAR as ASCII bytes, (q_start, q_end, t_start, t_end))``; not ok (nothing
-    computed) if more than ``limit`` cells need a visit. ``loose``: a value below every ``P``
-    whose ``w`` is above ``low``.
+    computed) if more than ``limit`` cells need a visit, or more than :data:`MAC_COLUMN_CELLS`
+    in one column. ``loose``: a value below every ``P`` whose ``w`` is above ``low``.
 
     The Gotoh DP with zero gap costs gives cell (i, j) the value ``max(0, v) + w``, ``w = P[i,
     j] - cut`` and ``v`` the best value in rows < i and columns < j (0 if none), and ends at the
@@ -374,6 +380,7 @@ def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR
     zero = np.float32(0.0)
     ci = np.empty(limit, np.int64)
     cj = np.empty(limit, np.int64)
+    per_column = np.zeros(lt, np.int64)  # a column's list is walked: keep it short
     n = 0
     for i in range(lq):
         row = P[i]
@@ -386,7 +393,8 @@ def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR
             if row[j] > loose:
                 count -= 1
                 if row[j] - cut > low:
-                    if n == limit:
+                    per_column[j] += 1
+                    if n == limit or per_column[j] > MAC_COLUMN_CELLS:
                         return False, 0.0, np.zeros((0, 2), np.int32), np.zeros(0, np.uint8), (0, 0, 0, 0)
                     ci[n] = i
                     cj[n] = j
