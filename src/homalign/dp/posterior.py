@@ -29,7 +29,7 @@ from homalign.dp.gaps import GapCosts
 from homalign.dp.modes import GLOBAL, GLOCAL, LOCAL, SEMIGLOBAL, mode_code
 from homalign.dp.pairwise import align, check_scores
 from homalign.dp.posterior_scaled import scaled_forward_backward
-from homalign.dp.result import DPResult
+from homalign.dp.result import OP_D, OP_I, OP_M, DPResult, from_ops
 
 __all__ = ["METHODS", "forward_backward", "log_partition", "mac_align", "posterior_matrix"]
 
@@ -309,13 +309,10 @@ def mac_align(P: np.ndarray, threshold: float = 0.3, mode: str = "local") -> DPR
         low = -(2.0 ** (e2 - 23))
         # every cell with w > low has P > cut + 2 low (exact), so P > loose
         loose = np.nextafter(np.float32(float(cut) + 2.0 * low), np.float32(-np.inf))
-        ok, score, pairs, cigar, span = _mac_local(np.ascontiguousarray(arr), cut,
-                                                   np.float32(low), loose,
-                                                   4 * (arr.shape[0] + arr.shape[1]))
-        if ok:
-            q0, q1, t0, t1 = span
-            return DPResult(score=score, pairs=pairs, cigar=cigar.tobytes().decode(),
-                            q_start=q0, q_end=q1, t_start=t0, t_end=t1, mode="local")
+        found = _mac_local(np.ascontiguousarray(arr), cut, np.float32(low), loose,
+                           4 * (arr.shape[0] + arr.shape[1]))
+        if found[0]:
+            return from_ops(found[1], found[2], found[3], found[4], "local")
     return align(np.ascontiguousarray(arr - cut), GapCosts.zeros(*arr.shape), mode=mode)
 
 
@@ -344,25 +341,9 @@ def _mac_insert_best(tree, start, stop, val, ci, cj):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def _put_run(buf, o, count, letter):  # noqa: ANN001, ANN202
-    """Write CIGAR run ``count``, ``letter`` (ASCII) at ``buf[o:]``; returns the next offset."""
-    digits = 1
-    x = count
-    while x >= 10:
-        x //= 10
-        digits += 1
-    x = count
-    for d in range(digits - 1, -1, -1):
-        buf[o + d] = 48 + x % 10
-        x //= 10
-    buf[o + digits] = letter
-    return o + digits + 1
-
-
-@njit(cache=True, nogil=True)
 def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR0915
-    """The local MAC path over ``P`` (float32, C-contiguous, finite): ``(ok, score, pairs int32
-    (k, 2), CIGAR as ASCII bytes, (q_start, q_end, t_start, t_end))``; not ok (nothing
+    """The local MAC path over ``P`` (float32, C-contiguous, finite): ``(ok, score, column
+    codes, q_start, t_start)`` (:func:`homalign.dp.result.from_ops`); not ok (nothing
     computed) if more than ``limit`` cells need a visit, or more than :data:`MAC_COLUMN_CELLS`
     in one column. ``loose``: a value below every ``P`` whose ``w`` is above ``low``.
 
@@ -395,7 +376,7 @@ def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR
                 if row[j] - cut > low:
                     per_column[j] += 1
                     if n == limit or per_column[j] > MAC_COLUMN_CELLS:
-                        return False, 0.0, np.zeros((0, 2), np.int32), np.zeros(0, np.uint8), (0, 0, 0, 0)
+                        return False, 0.0, np.zeros(0, np.uint8), 0, 0
                     ci[n] = i
                     cj[n] = j
                     n += 1
@@ -469,33 +450,28 @@ def _mac_local(P, cut, low, loose, limit):  # noqa: ANN001, ANN202, PLR0912, PLR
         prev0 = row0
         row0 = row1
     if best < 0:
-        return True, 0.0, np.zeros((0, 2), np.int32), np.zeros(0, np.uint8), (0, 0, 0, 0)
+        return True, 0.0, np.zeros(0, np.uint8), 0, 0
     m = 0
     e = best
     while e >= 0:
         m += 1
         e = pred[e]
-    pairs = np.empty((m, 2), np.int32)
+    chain = np.empty(m, np.int64)
     e = best
     for a in range(m - 1, -1, -1):
-        pairs[a, 0] = ci[e]
-        pairs[a, 1] = cj[e]
+        chain[a] = e
         e = pred[e]
-    cigar = np.empty(3 * 11 * m, np.uint8)  # at most three runs a pair, each <= 11 bytes
+    first, last = chain[0], chain[m - 1]
+    ops = np.empty(ci[last] - ci[first] + cj[last] - cj[first] + 1, np.uint8)
     o = 0
-    run = 0
     for a in range(m):
         if a > 0:  # between two pairs: the target's residues against gaps, then the query's
-            dj = pairs[a, 1] - pairs[a - 1, 1] - 1
-            di = pairs[a, 0] - pairs[a - 1, 0] - 1
-            if dj > 0 or di > 0:
-                o = _put_run(cigar, o, run, 77)
-                run = 0
-            if dj > 0:
-                o = _put_run(cigar, o, dj, 68)
-            if di > 0:
-                o = _put_run(cigar, o, di, 73)
-        run += 1
-    o = _put_run(cigar, o, run, 77)
-    span = (int(pairs[0, 0]), int(pairs[m - 1, 0]) + 1, int(pairs[0, 1]), int(pairs[m - 1, 1]) + 1)
-    return True, float(val[best]), pairs, cigar[:o], span
+            for _ in range(cj[chain[a]] - cj[chain[a - 1]] - 1):
+                ops[o] = OP_D
+                o += 1
+            for _ in range(ci[chain[a]] - ci[chain[a - 1]] - 1):
+                ops[o] = OP_I
+                o += 1
+        ops[o] = OP_M
+        o += 1
+    return True, float(val[best]), ops[:o], ci[first], cj[first]
