@@ -146,4 +146,17 @@ def test_cli_flags_are_not_abbreviated(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["search", str(q), str(q), "--evalu", "1e-3"])
     assert exc.value.code == 2
-    assert "--evalu" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--evalu" in err
+    assert err.startswith("usage: homalign search ") and "homalign search: error:" in err
+
+
+def test_cli_extra_argument_is_an_error_of_its_verb(tmp_path, capsys):
+    q = tmp_path / "q.fa"
+    q.write_text(f">q\n{Q}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["align", str(q), str(q), str(q)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: homalign align ")
+    assert f"homalign align: error: unrecognized arguments: {q}" in err

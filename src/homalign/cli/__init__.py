@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in VERBS:
         module = importlib.import_module(f"homalign.cli.{verb}")
         p = module.add_parser(sub)
-        p.set_defaults(_run=module.run)
+        p.set_defaults(_run=module.run, _parser=p)
     _no_abbreviations(parser)
     return parser
 
@@ -43,7 +43,9 @@ def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the verb's usage and name, as `homalign search: error: ...`, not the top level's
+        args._parser.error("unrecognized arguments: " + " ".join(extra))
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:
