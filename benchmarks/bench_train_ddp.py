@@ -63,7 +63,7 @@ def main() -> None:
     run([sys.executable, *launch, "--logdir", str(work / "one"), "--report", str(work / "one")],
         env)
     run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-         *launch, "--logdir", str(work / "two"), "--report", str(work / "two")], env)
+         f"--log-dir={work / 'torchrun'}", *launch, "--logdir", str(work / "two"), "--report", str(work / "two")], env)
     one = reports(work / "one", 1)[0]
     two = reports(work / "two", 2)
     sps1 = one["samples_seen"] / one["train_seconds"]

@@ -184,7 +184,7 @@ def test_under_torchrun_only_rank_0_evaluates_and_exports(tiny_config: Path) -> 
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE",
                TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           "-m", "homalign.train.launch", "--config", str(tiny_config), "--logdir", str(run),
+           f"--log-dir={tiny_config.parent / 'torchrun'}", "-m", "homalign.train.launch", "--config", str(tiny_config), "--logdir", str(run),
            "--report", str(report)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-5000:]

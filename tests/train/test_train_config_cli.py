@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from homalign.cli import main
 from homalign.errors import InputError
 from homalign.train import config as cfg
 from homalign.train.checkpoint import CheckpointStore
@@ -66,20 +67,7 @@ def test_register_model_makes_it_available(tmp_path: Path) -> None:
         cfg.build_task(cfg.load_config(path))
 
 
-def _homalign(argv: list[str]) -> int:
-    """``homalign.cli.main`` once the integrator lists the verb, else the verb module directly."""
-    from homalign import cli
-    from homalign.cli import train as train_verb
-
-    if "train" in getattr(cli, "VERBS", ()):
-        return cli.main(argv)
-    parser = argparse.ArgumentParser(prog="homalign")
-    train_verb.add_parser(parser.add_subparsers(dest="verb", required=True))
-    return train_verb.run(parser.parse_args(argv))
-
-
 def test_cli_train_runs_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main = _homalign
     logdir = tmp_path / "run"
     assert main(["train", "--config", str(TOY), "--logdir", str(logdir), "--steps", "60"]) == 0
     out = capsys.readouterr().out
@@ -90,13 +78,29 @@ def test_cli_train_runs_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "restored from model.ckpt-60; global step 60" in out and "done: global step 70" in out
 
 
+def test_cli_train_two_workers_leaves_no_temporary_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))  # the workers' and torchrun's
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # this process's
+    logdir = tmp_path / "run"
+    assert main(["train", "--config", str(TOY), "--logdir", str(logdir), "--nproc", "2",
+                 "-j", "2", "--steps", "20"]) == 0
+    assert CheckpointStore(logdir).load_latest().info.step == 20  # type: ignore[union-attr]
+    # torch's compile cache (``torchinductor_USER``, one a user, reused) is torch's to keep
+    assert [p.name for p in tmp.iterdir() if not p.name.startswith("torchinductor_")] == []
+
+
 def test_cli_torchrun_command() -> None:
     from homalign.cli.train import torchrun_command
 
     args = argparse.Namespace(config="c.toml", logdir="d", nproc=2, steps=5, max_restarts=1)
-    cmd = torchrun_command(args)
+    cmd = torchrun_command(args, "logs")
     assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"]
-    assert "--nproc-per-node=2" in cmd and "--max-restarts=1" in cmd
+    assert "--nproc-per-node=2" in cmd and "--max-restarts=1" in cmd and "--log-dir=logs" in cmd
     assert cmd[cmd.index("-m", 2) + 1] == "homalign.train.launch" and cmd[-2:] == ["--steps", "5"]
 
 

@@ -37,7 +37,7 @@ def test_torchrun_two_workers_kill_restart_resume(tmp_path: Path) -> None:
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE", PYTHONUNBUFFERED="1",
                TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           "--max-restarts=1", "--monitor-interval=0.2", str(WORKER), str(config), str(logdir),
+           "--max-restarts=1", "--monitor-interval=0.2", f"--log-dir={tmp_path / 'torchrun'}", str(WORKER), str(config), str(logdir),
            str(report), "1", "28"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     (tmp_path / "torchrun.log").write_text(proc.stdout + proc.stderr)

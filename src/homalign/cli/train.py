@@ -5,7 +5,8 @@
 
 With ``--nproc 1`` (default) training runs in this process; with ``N > 1`` it launches
 ``python -m torch.distributed.run --standalone --nproc-per-node N -m homalign.train.launch``
-(DistributedDataParallel, gloo on CPU / nccl on GPU). Rerunning the same command resumes from the
+(DistributedDataParallel, gloo on CPU / nccl on GPU), with torchrun's per-worker log directories
+in a temporary directory removed when it ends. Rerunning the same command resumes from the
 newest checkpoint in ``DIR``.
 """
 
@@ -15,6 +16,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from homalign.cli import _common
@@ -45,11 +47,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def torchrun_command(args: argparse.Namespace) -> list[str]:
-    """The torchrun command line for ``--nproc N > 1``."""
+def torchrun_command(args: argparse.Namespace, log_dir: str) -> list[str]:
+    """The torchrun command line for ``--nproc N > 1``; ``log_dir``: torchrun's own log
+    directory (without one it makes a ``torchelastic_*`` directory in the system's temporary
+    directory and leaves it there)."""
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--standalone",
         f"--nproc-per-node={args.nproc}", f"--max-restarts={args.max_restarts}",
+        f"--log-dir={log_dir}",
         "-m", "homalign.train.launch", "--config", str(args.config), "--logdir", str(args.logdir),
     ]
     if args.steps is not None:
@@ -82,4 +87,5 @@ def run(args: argparse.Namespace) -> int:
     per_rank = str(max(1, threads // args.nproc))
     env["HOMALIGN_TORCH_THREADS"] = per_rank  # read by homalign.train.launch
     env["OMP_NUM_THREADS"] = per_rank
-    return subprocess.run(torchrun_command(args), check=False, env=env).returncode
+    with tempfile.TemporaryDirectory(prefix="homalign-torchrun-") as log_dir:
+        return subprocess.run(torchrun_command(args, log_dir), check=False, env=env).returncode
