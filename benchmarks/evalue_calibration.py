@@ -16,6 +16,13 @@ real proteins) with E ≤ x. Ideal: x per query (a little less, as only other-fo
 
 ``HELDOUT.txt``: ``python benchmarks/evalue_calibration.py --heldout-queries HELDOUT.txt``
 writes the train-fold domains of the held-out folds (:func:`is_heldout_fold`).
+
+Decoys, where every hit is a chance hit (full-length proteins, any method)::
+
+    python benchmarks/evalue_calibration.py --shuffle DB.fa DECOYS.fa --take 60 --copies 3
+    homalign search DECOYS.fa DB --method learned --outfmt "6 qseqid sseqid evalue" > L.tsv
+    blastp -query DECOYS.fa -db BLASTDB -outfmt "6 qseqid sseqid evalue" > B.tsv
+    python benchmarks/evalue_calibration.py --decoys DECOYS.fa --decoy-hits L.tsv B.tsv
 """
 
 from __future__ import annotations
@@ -76,7 +83,42 @@ def main() -> None:
                    help="write the held-out train-fold domains of --db (default: the shared "
                         "trainval) and the dev list's complement to OUT, then stop")
     p.add_argument("--dev", type=Path, help="dev query list excluded by --heldout-queries")
+    p.add_argument("--shuffle", type=Path, nargs=2, metavar=("IN", "OUT"),
+                   help="write --copies residue shuffles of each sequence of IN to OUT, then stop")
+    p.add_argument("--copies", type=int, default=3)
+    p.add_argument("--take", type=int, default=None,
+                   help="with --shuffle: N evenly spaced records of IN (default all)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--decoys", type=Path, help="the decoy queries of --decoy-hits")
+    p.add_argument("--decoy-hits", type=Path, nargs="*", default=[],
+                   help="tabular hits (qseqid sseqid evalue) of the decoys: chance hits per query")
     args = p.parse_args()
+    if args.shuffle is not None:
+        from homalign.io import read_fasta
+
+        rng = np.random.default_rng(args.seed)
+        recs = list(read_fasta(args.shuffle[0]))
+        if args.take:
+            recs = [recs[int(k)] for k in np.linspace(0, len(recs) - 1, args.take)]
+        with open(args.shuffle[1], "w") as out:
+            for copy in range(args.copies):
+                for rec in recs:
+                    res = np.array(list(rec.sequence))
+                    rng.shuffle(res)
+                    out.write(f">{rec.id}_shuf{copy}\n{''.join(res)}\n")
+        return
+    if args.decoy_hits:
+        from homalign.io import read_fasta
+
+        n_queries = sum(1 for _ in read_fasta(args.decoys))
+        print(f"{n_queries} decoy queries; hits per query with E <= x")
+        print("| hits | " + " | ".join(f"E <= {x:g}" for x in THRESHOLDS) + " |")
+        print("|---|" + "---|" * len(THRESHOLDS))
+        for path in args.decoy_hits:
+            e = np.array([float(line.split("\t")[2]) for line in open(path) if line.strip()])
+            print(f"| {path.name} | " + " | ".join(
+                f"{(e <= x).sum() / n_queries:.3g}" for x in THRESHOLDS) + " |")
+        return
 
     if args.heldout_queries is not None:
         if args.db is None or args.dev is None:

@@ -50,6 +50,7 @@ SET=()           # --set overrides of every alignment stage (tiny mode)
 HOMSET=()        # and of the homology-adapter stage
 HOMOLOGY_FIT=(--pairs 300)
 NULL_FIT=(--null-pairs 3000)
+CHANCE_FIT=(--chance-pairs 24000)
 if [ "$TINY" = 1 ]; then
     FAMILIES="$("$PY" -c 'from homalign.evaluate import bundled_homstrad_dev; print(bundled_homstrad_dev())')"
     SET=(--set "model_args.homstrad=\"$FAMILIES\"" --set 'model_args.tmalign=""'
@@ -80,6 +81,7 @@ PYEOF
             --set train.log_every_steps=0 --set eval.throttle_secs=0.05)
     HOMOLOGY_FIT=(--pairs 10 --fasta "$RUNS/scop-tiny.fa")
     NULL_FIT=(--null-pairs 40 --fasta "$RUNS/scop-tiny.fa")
+    CHANCE_FIT=(--chance-pairs 40 --fasta "$RUNS/scop-tiny.fa")
 fi
 
 # the arguments as one shell line: plain words as they are, anything else in single quotes
@@ -180,14 +182,16 @@ if [ ! -f "$OUT/learned_template.safetensors" ]; then
     cp "$RUNS/tmpl1/export/last.safetensors" "$OUT/learned_template.safetensors"
 fi
 # learned_search = the soup + the homad4 adapter (export/last of homad4 holds both), then the
-# probability head and the null law fitted on SCOPe train folds
-if [ ! -f "$OUT/learned_search.safetensors" ] || ! grep -q '"null"' "$OUT/learned_search.json"; then
+# null laws (the ranking key's on domain pairs, the score's over all lengths on chains of
+# domains) and the probability head, fitted on SCOPe train folds
+if [ ! -f "$OUT/learned_search.safetensors" ] || ! grep -q '"chance"' "$OUT/learned_search.json"; then
     cp "$RUNS/homad4/export/last.json" "$OUT/learned_search.json"
     cp "$RUNS/homad4/export/last.safetensors" "$OUT/learned_search.safetensors"
-    log "fit: python -m homalign.model.homology --weights $OUT/learned_search ${HOMOLOGY_FIT[*]}"
-    "$PY" -m homalign.model.homology --weights "$OUT/learned_search" "${HOMOLOGY_FIT[@]}"
     log "fit: python -m homalign.model.homology --weights $OUT/learned_search ${NULL_FIT[*]} --no-head"
     "$PY" -m homalign.model.homology --weights "$OUT/learned_search" "${NULL_FIT[@]}" --no-head
+    log "fit: python -m homalign.model.homology --weights $OUT/learned_search ${CHANCE_FIT[*]} ${HOMOLOGY_FIT[*]}"
+    "$PY" -m homalign.model.homology --weights "$OUT/learned_search" "${CHANCE_FIT[@]}" \
+        "${HOMOLOGY_FIT[@]}"
 fi
 
 # the records: every OUT/<name>.json gets "training" = its stages' commands, data, steps, time
@@ -206,8 +210,8 @@ steps_done = {
                        "RUNS/mg2/export/average RUNS/mg4/export/average RUNS/tw2/export/average "
                        "(before homad4: its warm start)",
                        "python -m homalign.model.homology --weights OUT/learned_search "
-                       "--pairs 300", "python -m homalign.model.homology --weights "
-                       "OUT/learned_search --null-pairs 3000 --no-head"],
+                       "--null-pairs 3000 --no-head", "python -m homalign.model.homology "
+                       "--weights OUT/learned_search --chance-pairs 24000 --pairs 300"],
     "learned_template": ["cp RUNS/tmpl1/export/last.* OUT/learned_template.*"]}
 for name, stages in sources.items():
     meta_path = out / f"{name}.json"

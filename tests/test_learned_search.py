@@ -7,7 +7,12 @@ import pytest
 
 import homalign
 from homalign.model import load_bundled
-from homalign.model.homology import homology_probability, ranking_score, ranking_scores
+from homalign.model.homology import (
+    homology_probability,
+    ranking_score,
+    ranking_scores,
+    standardized_score,
+)
 from homalign.score.pair_scores import score_values
 from homalign.search import SequenceDB, search
 from homalign.sequence import Sequence
@@ -27,7 +32,8 @@ def test_ranking_weights_carry_a_trained_adapter() -> None:
     model, meta = load_bundled("learned_search")
     assert meta["homology_score"]["score"] == "forward-local"
     assert float(model.homology.W.detach().abs().sum()) > 0
-    assert "homology" in meta and {"a", "b", "c"} <= set(meta["homology"])
+    assert "homology" in meta and {"a", "c"} <= set(meta["homology"])
+    assert meta["chance"]["params"]["model"] == "gumbel-regression"
 
 
 def test_search_ranks_by_the_adapter_forward_score(db_and_query) -> None:
@@ -64,7 +70,8 @@ def test_align_reports_the_same_score_and_a_probability(db_and_query) -> None:
                          model.embed(homolog.codes))
     assert a.extra["homology_score"] == pytest.approx(want, rel=1e-5, abs=1e-4)
     assert a.extra["homology_probability"] == pytest.approx(
-        homology_probability(meta["homology"], want, len(query), len(homolog)), rel=1e-6)
+        homology_probability(meta["homology"],
+                             standardized_score(meta, want, len(query), len(homolog))), rel=1e-6)
     assert 0.0 <= b.extra["homology_probability"] < a.extra["homology_probability"] <= 1.0
     assert a.extra["homology_probability"] > 0.5
 
@@ -96,16 +103,22 @@ def test_learned_iterative_search_fuses_the_pssm_round(db_and_query) -> None:
     db, query = db_and_query
     fused = iterative_search(query, db, 2, "learned", evalue=1e9, max_hits=None, prefilter=False)
     # the fusion combines the learned null law's values (calibrated=False); with 2 rounds no
-    # empirical calibration is shipped, so the fused values are the geometric means themselves
+    # empirical calibration is shipped, so the fused values are the geometric means counted as
+    # the database's chance hits (a monotone map: the geometric means' ranking)
+    from homalign.search.tail_calibration import reported_evalues
+
     own = {h.target_id: h for h in search(query, db, "learned", evalue=math.inf, max_hits=None,
                                           prefilter=False, traceback=False, calibrated=False)}
     pssm = {h.target_id: h.evalue for h in iterative_search(query, db, 2, "pssm", evalue=math.inf,
                                                             max_hits=None, prefilter=False,
                                                             traceback=False)}
     assert {h.target_id for h in fused} == set(own) == set(pssm)
+    means = [math.sqrt(own[h.target_id].evalue * pssm[h.target_id]) for h in fused]
+    assert means == sorted(means)
+    np.testing.assert_allclose([h.evalue for h in fused],
+                               reported_evalues(means, "learned@2", "learned", len(query), db),
+                               rtol=1e-9)
     for h in fused:
-        assert h.evalue == pytest.approx(math.sqrt(own[h.target_id].evalue * pssm[h.target_id]),
-                                         rel=1e-9)
         assert h.score == own[h.target_id].score
     assert fused[0].target_id == "homolog"
     assert all(a.evalue <= b.evalue for a, b in zip(fused, fused[1:], strict=False))
@@ -164,15 +177,18 @@ def test_learned_fusion_scores_the_best_pssm_and_sw_candidates(db_and_query, mon
                                   cand)  # no batched ranking: every candidate
     fused = iterative.iterative_search(query, db, 2, "learned", evalue=math.inf, max_hits=None,
                                        prefilter=False, traceback=False)
+    from homalign.search.tail_calibration import reported_evalues
+
     own = {h.target_index: h.evalue
            for h in search(query, db, "learned", evalue=math.inf, max_hits=None,
                            candidates=chosen, traceback=False, calibrated=False)}
     p = {h.target_index: h.evalue for h in pssm}
     worst = max(own.values())
     assert len(fused) == len(db) and fused[0].target_id == "homolog"
-    for h in fused:
-        e = own.get(h.target_index, worst)
-        assert h.evalue == pytest.approx(math.sqrt(e * p[h.target_index]), rel=1e-9)
+    means = [math.sqrt(own.get(h.target_index, worst) * p[h.target_index]) for h in fused]
+    np.testing.assert_allclose([h.evalue for h in fused],
+                               reported_evalues(means, "learned@2", "learned", len(query), db),
+                               rtol=1e-9)
     traced = iterative.iterative_search(query, db, 2, "learned", evalue=math.inf, max_hits=None,
                                         prefilter=False)
     learned = {h.target_index: h.score for h in search(query, db, "learned", evalue=math.inf,

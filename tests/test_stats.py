@@ -120,15 +120,20 @@ def test_a_method_null_law_replaces_the_iid_fit(tmp_path, monkeypatch):
     want = stats.db_evalues(np.array([h.score for h in hits]), shipped, len(q), tlen,
                             db.total_length, len(db))
     np.testing.assert_allclose([h.evalue for h in hits], want, rtol=1e-9)
-    # what search reports by default: those values through the empirical tail calibration
+    # what search reports by default: those values as counts of the database's chance hits
+    # over its lengths (the score's law over all lengths), then the empirical tail calibration
     from homalign.search.tail_calibration import calibration_for
 
-    tail = calibration_for("learned")
-    assert tail is not None
+    tail, law = calibration_for("learned"), m.chance_params()
+    assert tail is not None and law is not None and law.model == "gumbel-regression"
+    chance = stats.chance_evalues(want, shipped, law, len(q), len(db),
+                                  stats.length_histogram(db.lengths))
     cal = {h.target_index: h.evalue for h in search(q, db, "learned", evalue=1e9,
                                                      prefilter=False, traceback=False)}
     np.testing.assert_allclose([cal[h.target_index] for h in hits],
-                               tail.evalues(want, len(db)), rtol=1e-9)
+                               tail.evalues(chance, len(db)), rtol=1e-9)
+    order = np.argsort(want, kind="stable")  # the same ranking
+    assert (np.diff(np.asarray([cal[h.target_index] for h in hits])[order]) >= 0).all()
 
 
 def test_fit_gumbel_rejects_degenerate_input():
@@ -249,3 +254,62 @@ def test_calibration_cache_follows_the_method_fingerprint(tmp_path, monkeypatch)
     version["v"] = "weights-2"
     calibrate("sw-fp", {}, n_pairs=60, seed=1)  # new weights: a new fit
     assert len(list((tmp_path / "evd").glob("sw-fp-*.json"))) == 2
+
+
+def _gumbel_regression_sample(rng, k: int):
+    """Scores of a known ``"gumbel-regression"`` law at lengths 30-3,000."""
+    m = np.exp(rng.uniform(np.log(30), np.log(3000), k))
+    n = np.exp(rng.uniform(np.log(30), np.log(3000), k))
+    true = stats.EVDParams(1.0, 1.0, model="gumbel-regression",
+                           coef=(20.0, -3.0, 0.2, 10.0, -11.0), scale_coef=(-2.0, 0.25),
+                           min_log_mn=float(np.log(m * n).min()))
+    X, Z = stats._gumbel_regression_design(m, n, true.min_log_mn)
+    mu, beta = X @ np.array(true.coef), np.exp(Z @ np.array(true.scale_coef))
+    return mu - beta * np.log(-np.log(rng.random(k))), m, n, true
+
+
+def test_gumbel_regression_recovers_its_law_and_its_pvalues_are_uniform():
+    rng = np.random.default_rng(11)
+    s, m, n, true = _gumbel_regression_sample(rng, 30_000)
+    fit = stats.fit_gumbel_regression(s, m, n, censor=1.0)
+    np.testing.assert_allclose(fit.scale_coef, true.scale_coef, atol=0.05)
+    s2, m2, n2, _ = _gumbel_regression_sample(np.random.default_rng(12), 30_000)
+    for law in (fit, stats.fit_gumbel_regression(s, m, n)):  # whole and upper-fifth fits
+        p = stats.pair_pvalues(s2, law, m2, n2)
+        long = np.minimum(m2, n2) > 1000
+        for sel in (~long, long):  # the same calibration at every length
+            assert 0.07 < np.mean(p[sel] <= 0.1) < 0.13
+            assert 0.005 < np.mean(p[sel] <= 0.01) < 0.016
+    # bits: log2(m n / P), without underflow far out
+    b = stats.bit_score(np.array([30.0, 3000.0]), fit, 300, 300)
+    assert b[0] == pytest.approx(np.log2(9e4 / stats.pair_pvalues(30.0, fit, 300, 300)))
+    assert np.isfinite(b[1]) and b[1] > 1000
+
+
+def test_gumbel_regression_refuses_lengths_it_cannot_separate():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="too alike"):
+        stats.fit_gumbel_regression(rng.normal(size=100), np.full(100, 200), np.full(100, 300))
+    with pytest.raises(ValueError, match="at least 50"):
+        stats.fit_gumbel_regression(np.ones(10), np.arange(1, 11), np.arange(1, 11))
+
+
+def test_chance_evalues_count_the_database_lengths_and_keep_the_ranking():
+    rng = np.random.default_rng(3)
+    _, _, _, law = _gumbel_regression_sample(rng, 100)
+    key = stats.EVDParams(0.74, 0.003, gamma=1.7)
+    lengths = np.array([100] * 50 + [1500] * 50)
+    hist = stats.length_histogram(lengths)
+    assert hist[1].sum() == 100 and len(hist[0]) == 2
+    np.testing.assert_allclose(sorted(hist[0]), [100, 1500])
+    s = np.linspace(10, 80, 30)
+    v = stats.db_evalues(s, key, 200, np.full(30, 100), 0, 100)
+    e = stats.chance_evalues(v, key, law, 200, 100, hist)
+    assert (np.diff(e) <= 0).all()  # higher scores, fewer chance hits: the key's ranking
+    # each length class contributes its own chance hits at the key's rank
+    v50 = stats.db_evalues(s, key, 200, np.full(30, 100), 0, 50)  # the same scores, 50 targets
+    short = stats.chance_evalues(v50, key, law, 200, 50, stats.length_histogram(lengths[:50]))
+    np.testing.assert_allclose(short, 50 * stats.pair_pvalues(s, law, 200, 100), rtol=1e-9)
+    assert (e > short).all()  # the long targets hold more chance hits at the same rank
+    with pytest.raises(ValueError):
+        stats.chance_evalues(v, law, law, 200, 100, hist)

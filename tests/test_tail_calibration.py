@@ -74,6 +74,27 @@ def _shuffled_decoys(n: int, seed: int) -> list[Sequence]:
     return out
 
 
+def _chained_decoys(n: int, parts: int, seed: int) -> list[Sequence]:
+    """Multi-domain-length decoys: ``parts`` shuffled sequences joined end to end each."""
+    pieces = _shuffled_decoys(n * parts, seed)
+    return [Sequence(f"chain{i}", "".join(p.residues for p in pieces[i * parts:(i + 1) * parts]))
+            for i in range(n)]
+
+
+def _reported(values: list[float], ranking: str, q: Sequence, db: SequenceDB) -> np.ndarray:
+    """What a learned search reports for ranking values, composed here step by step: the
+    database's chance hits over its lengths (the score's law over all lengths), then the
+    ranking's tail calibration."""
+    from homalign.methods import get_method
+    from homalign.stats import chance_evalues, length_histogram
+
+    m = get_method("learned")
+    chance = chance_evalues(values, m.null_params(), m.chance_params(), len(q), len(db),
+                            length_histogram(db.lengths))
+    tail = calibration_for(ranking)
+    return chance if tail is None else tail.evalues(chance, len(db))
+
+
 def test_learned_search_of_shuffled_decoys_reports_no_more_chance_hits_than_its_evalues() -> None:
     # 3,000 targets: as in a database search, the 150 rescored candidates are a small part of
     # the database (docs/decisions.md: E-values of small databases)
@@ -91,18 +112,32 @@ def test_learned_search_of_shuffled_decoys_reports_no_more_chance_hits_than_its_
     assert counts[1.0] / 20 <= 2.0 and counts[10.0] / 20 <= 20.0
 
 
+def test_learned_evalues_count_chance_hits_among_long_proteins_too() -> None:
+    # chains of four shuffled HOMSTRAD sequences (~700-1,000 residues, as full-length proteins):
+    # the ranking law, fitted on domain pairs, would call most of them significant (the learned
+    # score grows linearly with long unrelated proteins); counted over the database's lengths
+    # they are not
+    decoys = _chained_decoys(420, 4, seed=4)
+    db = SequenceDB.from_sequences(decoys[20:])
+    counts = {1e-3: 0, 1.0: 0}
+    for q in decoys[:20]:
+        for h in search(q, db, method="learned", evalue=1.0, traceback=False):
+            for x in counts:
+                counts[x] += h.evalue <= x
+    assert counts[1.0] / 20 <= 2.0 and counts[1e-3] == 0
+
+
 def test_search_reports_the_calibrated_values_of_the_null_laws() -> None:
     decoys = _shuffled_decoys(60, seed=2)
     db = SequenceDB.from_sequences(decoys[1:])
     q = decoys[0]
     raw = search(q, db, method="learned", evalue=math.inf, traceback=False, calibrated=False)
     cal = search(q, db, method="learned", evalue=math.inf, traceback=False)
-    cal_map = calibration_for("learned")
-    assert cal_map is not None
+    assert calibration_for("learned") is not None
     raw_e = {h.target_index: h.evalue for h in raw}
     got = np.array([h.evalue for h in cal])
-    np.testing.assert_allclose(got, cal_map.evalues([raw_e[h.target_index] for h in cal],
-                                                    len(db)), rtol=1e-12)
+    np.testing.assert_allclose(got, _reported([raw_e[h.target_index] for h in cal], "learned",
+                                              q, db), rtol=1e-12)
     uncapped = got < len(db)  # the same ranking, except ties at the cap of one per sequence
     assert uncapped.sum() > 5
     assert [h.target_index for h in raw][: uncapped.sum()] == \
@@ -131,8 +166,8 @@ def test_the_fused_learned_at_3_ranking_reports_its_calibrated_values() -> None:
     raw_e = {h.target_index: h.evalue for h in raw}
     assert set(raw_e) == {h.target_index for h in got}
     np.testing.assert_allclose([h.evalue for h in got],
-                               tail.evalues([raw_e[h.target_index] for h in got], len(db)),
-                               rtol=1e-12)
+                               _reported([raw_e[h.target_index] for h in got], "learned@3", q,
+                                         db), rtol=1e-12)
     np.testing.assert_allclose([h.bits for h in got],
                                bits_from_evalue([h.evalue for h in got], len(q),
                                                 db.total_length), rtol=1e-12)

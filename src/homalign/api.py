@@ -14,8 +14,8 @@ DEFAULT_METHOD = "learned"
 def _pair_statistics(m: Method, aln: Alignment, options: dict[str, Any]) -> None:
     """Set ``aln.evalue`` / ``aln.bits`` (one pair: the target is the search space) where the
     method has a null law without a fit: ``sw`` with a published matrix/gap-cost pair
-    (Karlin-Altschul) and methods that ship theirs (``learned``: the ranking score's law, the
-    score search ranks the pair by). Others keep None ("not computed"); peers set their own."""
+    (Karlin-Altschul) and methods that ship theirs (``learned``: the law over all lengths of the
+    ranking score, the score search ranks the pair by). Others keep None ("not computed"); peers set their own."""
     if aln.evalue is not None or len(aln.pairs) == 0:
         return
     import numpy as np
@@ -30,7 +30,9 @@ def _pair_statistics(m: Method, aln: Alignment, options: dict[str, Any]) -> None
                                  float(opts["gap_extend"]))
         score = aln.score
     elif m.null_params is not None and "homology_score" in aln.extra:
-        params = m.null_params()
+        # the score's law over all lengths where the method has one (a database of one target
+        # counts its chance hits so), else its own law
+        params = (m.chance_params() if m.chance_params is not None else None) or m.null_params()
         score = float(aln.extra["homology_score"])
     if params is None or score is None:
         return

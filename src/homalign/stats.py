@@ -94,7 +94,14 @@ class EVDParams:
     ``σ = exp(v0 + v1 ln m + v2 ln n + v3 ln(1 + |m-n|))`` (``scale_coef``),
     and its upper tail is exponential (the tail of an extreme-value law):
     ``P(Z ≥ z) = p_tail exp(-lam (z - tau))`` above ``tau`` (``tail = (tau, p_tail)``).
-    ``source`` says where the values came from.
+
+    ``model="gumbel-regression"`` (a local score whose null drifts with the lengths in location
+    and spread alike: the learned ranking's forward score, which grows linearly with long
+    proteins): ``P(S ≥ s) = 1 - exp(-exp(-(s - μ) / β))`` with
+    ``μ = coef · (1, l, l², (m + n) / 1000, |m - n| / 1000)`` and ``ln β = scale_coef · (1, l)``,
+    ``l = max(ln(m n), min_log_mn)``: a pair shorter than the fit's shortest is scored as that
+    one, which overstates its null and so its P-value (:func:`fit_gumbel_regression`).
+    ``lam`` and ``K`` are unused (1). ``source`` says where the values came from.
     """
 
     lam: float
@@ -108,9 +115,10 @@ class EVDParams:
     scale_coef: tuple[float, ...] | None = None
     tail: tuple[float, ...] | None = None
     gamma: float | None = None
+    min_log_mn: float | None = None
 
     def __post_init__(self) -> None:
-        if self.model not in ("local", "regression"):
+        if self.model not in ("local", "regression", "gumbel-regression"):
             raise ValueError(f"unknown EVD model {self.model!r}")
         if self.gamma is not None and (self.model != "local" or not self.gamma > 0):
             raise ValueError("gamma (a length exponent > 0) belongs to the local model only")
@@ -118,6 +126,11 @@ class EVDParams:
                 self.coef is None or len(self.coef) != 6 or self.scale_coef is None
                 or len(self.scale_coef) != 4 or self.tail is None or len(self.tail) != 2):
             raise ValueError("a regression EVD model needs coef (6), scale_coef (4) and tail (2)")
+        if self.model == "gumbel-regression" and (
+                self.coef is None or len(self.coef) != 5 or self.scale_coef is None
+                or len(self.scale_coef) != 2 or self.min_log_mn is None):
+            raise ValueError("a gumbel-regression EVD model needs coef (5), scale_coef (2) and "
+                             "min_log_mn")
         for name in ("coef", "scale_coef", "tail"):
             value = getattr(self, name)
             if value is not None:
@@ -230,6 +243,33 @@ def _scale_design(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.stack([np.ones_like(m), np.log(m), np.log(n), np.log1p(np.abs(m - n))], axis=1)
 
 
+def _gumbel_regression_design(m: np.ndarray, n: np.ndarray, min_log_mn: float
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """Regressors of the ``"gumbel-regression"`` location, ``(1, l, l², (m + n) / 1000,
+    |m - n| / 1000)``, and log scale, ``(1, l)``, with ``l = max(ln(m n), min_log_mn)``."""
+    m = np.asarray(m, dtype=np.float64).reshape(-1)
+    n = np.asarray(n, dtype=np.float64).reshape(-1)
+    ell = np.maximum(np.log(m) + np.log(n), min_log_mn)
+    one = np.ones_like(ell)
+    return (np.stack([one, ell, ell * ell, (m + n) / 1000.0, np.abs(m - n) / 1000.0], axis=1),
+            np.stack([one, ell], axis=1))
+
+
+def standardized_scores(scores: Any, params: EVDParams, query_lengths: Any,
+                        target_lengths: Any) -> np.ndarray:
+    """``z = (S - μ(m, n)) / β(m, n)`` of a ``"gumbel-regression"`` law: a standard Gumbel
+    variable for unrelated pairs of any lengths, so ``P(S ≥ s) = 1 - exp(-e^{-z})``."""
+    if params.model != "gumbel-regression":
+        raise ValueError(f"standardized scores need a gumbel-regression law, not {params.model!r}")
+    s, m, n = np.broadcast_arrays(np.asarray(scores, dtype=np.float64),
+                                  np.asarray(query_lengths, dtype=np.float64),
+                                  np.asarray(target_lengths, dtype=np.float64))
+    X, Z = _gumbel_regression_design(m, n, float(params.min_log_mn))  # type: ignore[arg-type]
+    mu = (X @ np.asarray(params.coef)).reshape(s.shape)
+    beta = np.exp(Z @ np.asarray(params.scale_coef)).reshape(s.shape)
+    return (s - mu) / beta
+
+
 def pair_pvalues(scores: Any, params: EVDParams, query_lengths: Any,
                  target_lengths: Any) -> np.ndarray:
     """``P(S ≥ s)`` of a pair of unrelated sequences of the given lengths (no length correction)."""
@@ -239,6 +279,8 @@ def pair_pvalues(scores: Any, params: EVDParams, query_lengths: Any,
     if params.model == "local":
         g = 1.0 if params.gamma is None else params.gamma
         return -np.expm1(-params.K * (m * n) ** g * np.exp(-params.lam * s))
+    if params.model == "gumbel-regression":
+        return -np.expm1(-np.exp(-standardized_scores(s, params, m, n)))
     s, m, n = np.broadcast_arrays(s, m, n)
     tau, p_tail = params.tail  # type: ignore[misc]
     mu = (_location_design(m, n) @ np.asarray(params.coef)).reshape(s.shape)
@@ -252,7 +294,7 @@ def bit_score(score: Any, params: EVDParams, query_length: Any = None,
     """Normalised score in bits: ``(λS - ln K) / ln 2`` for the local model.
 
     With a length exponent ``gamma`` they are ``(λS - ln K - (γ - 1) ln(m n)) / ln 2``, and
-    for the regression model ``log2(m n / P)`` (``P`` the pair's tail probability),
+    for the regression models ``log2(m n / P)`` (``P`` the pair's tail probability),
     so that in both models a pair's expected chance count is about ``m n 2^-bits``; the lengths
     are then required.
     """
@@ -270,8 +312,13 @@ def bit_score(score: Any, params: EVDParams, query_length: Any = None,
             raise ValueError("bit scores of a regression model need the sequence lengths")
         m = np.asarray(query_length, dtype=np.float64)
         n = np.asarray(target_length, dtype=np.float64)
-        p = np.maximum(pair_pvalues(s, params, m, n), 1e-300)
-        out = np.log2(m * n) - np.log2(p)
+        if params.model == "gumbel-regression":  # -ln P without underflow: P ≈ e^{-z} far out
+            z = standardized_scores(s, params, m, n)
+            neg_log_p = np.where(z > 30.0, z, -np.log(-np.expm1(-np.exp(-np.minimum(z, 30.0)))))
+            out = np.log2(m * n) + neg_log_p / LN2
+        else:
+            p = np.maximum(pair_pvalues(s, params, m, n), 1e-300)
+            out = np.log2(m * n) - np.log2(p)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -291,6 +338,48 @@ def db_evalues(scores: Any, params: EVDParams, query_length: int, target_lengths
     if params.model == "local":
         return np.asarray(evalue(s, params, query_length, db_length, db_count), dtype=np.float64)
     return db_count * pair_pvalues(s, params, query_length, np.asarray(target_lengths))
+
+
+def length_histogram(lengths: Any, bins: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """A database's sequence lengths as ``(lengths, counts)`` over ``bins`` log-spaced bins, each
+    bin's length the geometric mean of its members' (what :func:`chance_evalues` sums over)."""
+    n = np.asarray(lengths, dtype=np.float64).reshape(-1)
+    n = n[n > 0]
+    if n.size == 0:
+        return np.ones(1), np.zeros(1)
+    edges = np.geomspace(float(n.min()), float(n.max()) * (1 + 1e-9), bins + 1)
+    which = np.clip(np.searchsorted(edges, n, side="right") - 1, 0, bins - 1)
+    counts = np.bincount(which, minlength=bins).astype(np.float64)
+    logsum = np.bincount(which, weights=np.log(n), minlength=bins)
+    keep = counts > 0
+    return np.exp(logsum[keep] / counts[keep]), counts[keep]
+
+
+def chance_evalues(values: Any, key: EVDParams, law: EVDParams, query_length: int,
+                   db_count: int, histogram: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """E-values that count the database's chance hits ranked at least as high, for values of a
+    length-corrected ranking.
+
+    ``values`` are on the scale of ``key``'s database E-values (a local law with a length
+    exponent: ``v = N K (m n)^γ e^{-λ s}`` for a hit of score ``s`` against a target of length
+    ``n``; a fused ranking's values are on the same scale), so a value stands for the rank
+    ``k = λ s - γ ln(m n) = ln(N K / v)``. A database target of length ``n_b`` reaches that rank
+    with a score of at least ``s_b = (k + γ ln(m n_b)) / λ``, which an unrelated one does with
+    probability ``P_law(S ≥ s_b | m, n_b)`` under ``law``, the score's null law over all lengths
+    (a ``"gumbel-regression"`` law). Summed over the database's lengths (``histogram``,
+    :func:`length_histogram`): ``E = Σ_b c_b P_law(S ≥ s_b | m, n_b)``. ``E`` grows with ``v``,
+    so it keeps the ranking, and it counts chance hits as the database's own lengths make them:
+    a database of long proteins holds more of them at every rank than ``v`` says.
+    """
+    if key.model != "local" or key.gamma is None:
+        raise ValueError("chance E-values map the values of a local law with a length exponent")
+    v = np.maximum(np.asarray(values, dtype=np.float64).reshape(-1, 1), 1e-300)
+    lengths, counts = (np.asarray(x, dtype=np.float64).reshape(1, -1) for x in histogram)
+    m = float(query_length)
+    k = math.log(float(max(db_count, 1)) * key.K) - np.log(v)
+    s_b = (k + key.gamma * np.log(m * lengths)) / key.lam
+    p = pair_pvalues(s_b, law, m, np.broadcast_to(lengths, s_b.shape))
+    return (p * counts).sum(axis=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,6 +494,92 @@ def fit_regression_tail(scores: np.ndarray, query_lengths: np.ndarray,
     return EVDParams(lam=lam, K=1.0, source=source, model="regression",
                      coef=tuple(float(c) for c in coef), scale_coef=tuple(float(v) for v in vcoef),
                      tail=(tau, p_tail))
+
+
+def _gumbel_regression_nll(theta: np.ndarray, s: np.ndarray, X: np.ndarray, Z: np.ndarray,
+                           t: np.ndarray | None) -> tuple[float, np.ndarray]:
+    """Mean negative log-likelihood of the ``"gumbel-regression"`` law and its gradient.
+    ``t``: per pair, a censoring point (finite: the pair counts as ``S < t``, likelihood
+    ``exp(-e^{-z_t})``; NaN: its score counts, density ``e^{-z - e^{-z}} / β``)."""
+    c, v = theta[:X.shape[1]], theta[X.shape[1]:]
+    with np.errstate(over="ignore", invalid="ignore"):  # a trial step may overflow: rejected
+        mu, log_beta = X @ c, Z @ v
+        beta = np.exp(log_beta)
+        cens = np.zeros(s.shape, dtype=bool) if t is None else np.isfinite(t)
+        z = (np.where(cens, t if t is not None else s, s) - mu) / beta
+        ez = np.exp(-z)
+        ll = np.where(cens, ez, log_beta + z + ez)
+        d_mu = np.where(cens, ez, ez - 1.0) / beta  # d(-log L) / dμ
+        d_lb = np.where(cens, z * ez, 1.0 - z + z * ez)  # d(-log L) / d ln β
+        k = s.size
+        return float(ll.sum() / k), np.concatenate([X.T @ d_mu, Z.T @ d_lb]) / k
+
+
+def _newton(f: Any, theta: np.ndarray, iterations: int = 200) -> np.ndarray:
+    """Minimise a smooth ``f(θ) -> (value, gradient)``: Newton steps on a central-difference
+    Hessian of the gradient, Levenberg-damped, with backtracking."""
+    value, grad = f(theta)
+    damp = 1e-6
+    for _ in range(iterations):
+        if float(np.abs(grad).max()) < 1e-10:
+            break
+        h = 1e-5 * np.maximum(1.0, np.abs(theta))
+        H = np.empty((theta.size, theta.size))
+        for i in range(theta.size):
+            e = np.zeros_like(theta)
+            e[i] = h[i]
+            H[:, i] = (f(theta + e)[1] - f(theta - e)[1]) / (2 * h[i])
+        H = 0.5 * (H + H.T)
+        while True:
+            step = np.linalg.solve(H + damp * np.eye(theta.size), -grad)
+            new_value, new_grad = f(theta + step)
+            if np.isfinite(new_value) and new_value <= value:
+                theta, value, grad = theta + step, new_value, new_grad
+                damp = max(damp / 10, 1e-9)
+                break
+            damp *= 10
+            if damp > 1e12:
+                return theta
+    return theta
+
+
+def fit_gumbel_regression(scores: np.ndarray, query_lengths: np.ndarray,
+                          target_lengths: np.ndarray, censor: float = 0.2,
+                          source: str = "Gumbel location-scale regression") -> EVDParams:
+    """The ``"gumbel-regression"`` law of :class:`EVDParams` fitted on unrelated pairs' scores.
+
+    Maximum likelihood (Newton's method) over every pair; then, since E-values live in the upper
+    tail, a refit in which each pair below its fitted ``1 - censor`` quantile counts only as
+    being below it (a censored likelihood): the law's location and spread are set by the top
+    ``censor`` of the scores at every length. The pairs should span the lengths the law will
+    score; ``min_log_mn`` is the shortest pair's ``ln(m n)``.
+    """
+    s = np.asarray(scores, dtype=np.float64).reshape(-1)
+    m = np.asarray(query_lengths, dtype=np.float64).reshape(-1)
+    n = np.asarray(target_lengths, dtype=np.float64).reshape(-1)
+    if s.size < 50:
+        raise ValueError(f"need at least 50 scores to fit a Gumbel regression, got {s.size}")
+    if not (np.isfinite(s).all() and (m > 0).all() and (n > 0).all()):
+        raise ValueError("scores to fit must be finite and lengths positive")
+    if not 0.0 < censor <= 1.0:
+        raise ValueError(f"censor must be in (0, 1], got {censor}")
+    min_log_mn = float((np.log(m) + np.log(n)).min())
+    X, Z = _gumbel_regression_design(m, n, min_log_mn)
+    if np.linalg.matrix_rank(X) < X.shape[1]:  # Z's columns are among X's
+        raise ValueError("the pairs' lengths are too alike to fit a length-dependent law")
+    c0, *_ = np.linalg.lstsq(X, s, rcond=None)
+    beta0 = max(float(np.std(s - X @ c0)) * math.sqrt(6) / math.pi, 1e-6)
+    c0[0] -= 0.5772156649 * beta0  # a Gumbel's mean is μ + γ_E β
+    theta = _newton(lambda th: _gumbel_regression_nll(th, s, X, Z, None),
+                    np.concatenate([c0, [math.log(beta0), 0.0]]))
+    if censor < 1.0:
+        mu, beta = X @ theta[:5], np.exp(Z @ theta[5:])
+        cut = mu - beta * math.log(-math.log1p(-censor))  # P(S ≥ cut) = censor
+        t = np.where(s < cut, cut, np.nan)
+        theta = _newton(lambda th: _gumbel_regression_nll(th, s, X, Z, t), theta)
+    return EVDParams(lam=1.0, K=1.0, source=source, model="gumbel-regression",
+                     coef=tuple(float(x) for x in theta[:5]),
+                     scale_coef=tuple(float(x) for x in theta[5:]), min_log_mn=min_log_mn)
 
 
 # --------------------------------------------------------------------------------------------

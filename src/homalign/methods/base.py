@@ -122,7 +122,11 @@ class Method:
     ``null_params()`` (optional) returns the method's own null-score law (a
     :class:`homalign.stats.EVDParams`, e.g. fitted on real unrelated proteins when learned
     weights were made and shipped with them) or None; ``search`` then uses it instead of a
-    :func:`homalign.stats.calibrate` fit on i.i.d. sequences. ``ranking()`` (optional) returns
+    :func:`homalign.stats.calibrate` fit on i.i.d. sequences. ``chance_params()`` (optional)
+    returns the null law of the score itself over all lengths (a ``"gumbel-regression"`` law)
+    when ``null_params()`` is a ranking key that only holds at some lengths; E-values then count
+    the database's chance hits ranked at least as high (:func:`homalign.stats.chance_evalues`).
+    ``ranking()`` (optional) returns
     the method's ranking score in closed form (:class:`homalign.model.ranking.RankingModel`), or
     None; ``search`` then scores all candidates of a query in batched, compiled passes over the
     database's stored target embeddings instead of calling ``score`` per pair (same scores), and
@@ -149,6 +153,7 @@ class Method:
     #: are the search scores that ranked them
     align_hits: Callable[..., list[Alignment]] | None = None
     null_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
+    chance_params: Callable[[], Any] | None = None  # -> homalign.stats.EVDParams | None
     ranking: Callable[[], Any] | None = None  # -> homalign.model.ranking.RankingModel | None
     #: ``(qrep, target_codes, **options)`` → float64 scores of the query against each target
     score_many: Callable[..., np.ndarray] | None = None

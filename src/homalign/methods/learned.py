@@ -143,12 +143,20 @@ _RANKING: Any = None
 
 
 def _null_params():
-    """The null law the ranking weights carry (``meta["null"]``, fitted by ``python -m
+    """The ranking key's law the ranking weights carry (``meta["null"]``, fitted by ``python -m
     homalign.model.homology --null-pairs N`` on cross-fold SCOPe train-fold pairs), or None."""
-    from homalign.stats import EVDParams
+    from homalign.model.homology import null_law
 
-    null = _model(SEARCH_WEIGHTS)[1].get("null")
-    return EVDParams(**null["params"]) if null else None
+    return null_law(_model(SEARCH_WEIGHTS)[1])
+
+
+def _chance_params():
+    """The ranking score's null law over all lengths (``meta["chance"]``, ``--chance-pairs N``:
+    unrelated chains of SCOPe train-fold domains), or None: what E-values count chance hits
+    with (:func:`homalign.stats.chance_evalues`)."""
+    from homalign.model.homology import null_law
+
+    return null_law(_model(SEARCH_WEIGHTS)[1], "chance")
 
 
 def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
@@ -232,10 +240,10 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
 
 def _add_homology(aln: Alignment, meta: dict, rank: float) -> None:
     aln.extra["homology_score"] = rank
-    from homalign.model.homology import homology_probability
+    from homalign.model.homology import homology_probability, standardized_score
 
-    aln.extra["homology_probability"] = homology_probability(meta["homology"], rank,
-                                                             len(aln.query), len(aln.target))
+    z = standardized_score(meta, rank, len(aln.query), len(aln.target))
+    aln.extra["homology_probability"] = homology_probability(meta["homology"], z)
 
 
 def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
@@ -499,7 +507,8 @@ register(Method(
                 "exact posteriors, maximum-expected-accuracy decoding",
     align=_align, prepare=_prepare, score=_score, available=_available,
     defaults={"decode": "mea"}, fingerprint=_fingerprint, align_prepared=_align_prepared,
-    align_hits=_align_hits, null_params=_null_params, ranking=ranking_model,
+    align_hits=_align_hits, null_params=_null_params, chance_params=_chance_params,
+    ranking=ranking_model,
     options=LEARNED_OPTIONS,
 ))
 

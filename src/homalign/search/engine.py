@@ -40,7 +40,7 @@ from homalign.search.hits import Hit, rank_hits
 from homalign.search.prefilter import best_n, exact_matches
 from homalign.search.prefilter import prefilter as run_prefilter
 from homalign.search.sw_scores import is_every_target, sw_scores
-from homalign.search.tail_calibration import bits_from_evalue, calibration_for
+from homalign.search.tail_calibration import bits_from_evalue, reported_evalues
 from homalign.search.ungapped import ungapped_scores
 from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
@@ -171,8 +171,8 @@ PATH_PENALTY = 100.0
 
 def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
                         cand: np.ndarray, scores: np.ndarray, evals: np.ndarray,
-                        params: EVDParams, tail: Any) -> tuple[np.ndarray, np.ndarray,
-                                                               np.ndarray]:
+                        params: EVDParams, method: str) -> tuple[np.ndarray, np.ndarray,
+                                                                 np.ndarray]:
     """Intermediate-sequence search (:mod:`homalign.search.neighbours`): each target's E-value
     becomes the best of its own and ``PATH_PENALTY · max(E(q, n), E(n, t))`` over the query's
     hits ``n`` with E ≤ :data:`LINK_EVALUE`; targets reached only so are scored too (one batched call).
@@ -186,8 +186,8 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
     extra = np.setdiff1d(reach, cand)
     if len(extra):
         xs = _batched_scores(ranking, q, qrep, db, extra)
-        xe = tail.evalues(db_evalues(xs, params, len(q), db.lengths[extra], db.total_length,
-                                     len(db)), len(db))
+        xe = reported_evalues(db_evalues(xs, params, len(q), db.lengths[extra],
+                                         db.total_length, len(db)), method, method, len(q), db)
         cand = np.concatenate((cand, extra))
         scores = np.concatenate((scores, xs))
         evals = np.concatenate((evals, xe))
@@ -392,12 +392,14 @@ def search(
         ev_params = params if params is not None else method_params(method, method_options)
         evals = db_evalues(scores, ev_params, len(q), tlen, n_res, n_seq)
         bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
-        tail = calibration_for(method) if calibrated else None
-        if tail is not None:
-            evals = tail.evalues(evals, n_seq)
+        own_law = params is None or (m.null_params is not None and params == m.null_params())
+        reported = (reported_evalues(evals, method, method, len(q), db, n_seq, chance=own_law)
+                    if calibrated else None)
+        if reported is not None:
+            evals = reported
             if ranking is not None and neighbours and candidates is None and db_size is None:
                 cand, scores, evals = _through_neighbours(q, query_rep, db, ranking, cand,
-                                                          scores, evals, ev_params, tail)
+                                                          scores, evals, ev_params, method)
                 tlen = db.lengths[cand]
             bits = bits_from_evalue(evals, len(q), n_res)
     passing = np.flatnonzero(evals <= evalue)

@@ -201,7 +201,7 @@ def iterative_search(
     if target_msa is not None:
         fused = support(fused, query.id, target_msa, nb_weight)
     else:
-        fused = calibrated_hits(fused, f"{method}@{iterations}", len(query), db)
+        fused = calibrated_hits(fused, f"{method}@{iterations}", method, len(query), db)
     return _finish(query, db, fused, evalue, max_hits, traceback, method, target_reps,
                    method_options)
 
@@ -236,15 +236,18 @@ def _best_of(*lists: list) -> np.ndarray:
                               dtype=np.int64))
 
 
-def calibrated_hits(hits: list, ranking: str, query_length: int, db: Any) -> list:
-    """``hits`` with the E-values of the ranking's shipped empirical calibration and BLAST's
-    bits of them (:mod:`homalign.search.tail_calibration`); unchanged where none is shipped."""
-    from homalign.search.tail_calibration import bits_from_evalue, calibration_for
+def calibrated_hits(hits: list, ranking: str, method: str, query_length: int, db: Any) -> list:
+    """``hits`` with the E-values the search reports for the ranking's values (the method's
+    chance hits over the database's lengths, then the ranking's shipped empirical calibration:
+    :func:`homalign.search.tail_calibration.reported_evalues`) and BLAST's bits of them;
+    unchanged where neither applies."""
+    from homalign.search.tail_calibration import bits_from_evalue, reported_evalues
 
-    tail = calibration_for(ranking)
-    if tail is None or not hits:
+    if not hits:
         return hits
-    evals = tail.evalues([h.evalue for h in hits], len(db))
+    evals = reported_evalues([h.evalue for h in hits], ranking, method, query_length, db)
+    if evals is None:
+        return hits
     bits = bits_from_evalue(evals, query_length, db.total_length)
     for h, e, b in zip(hits, evals, bits, strict=True):
         h.evalue, h.bits = float(e), float(b)

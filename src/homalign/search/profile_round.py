@@ -129,7 +129,7 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
         search,
     )
     from homalign.search.hits import Hit, fuse_hits, rank_hits
-    from homalign.search.tail_calibration import bits_from_evalue, calibration_for
+    from homalign.search.tail_calibration import bits_from_evalue, reported_evalues
 
     del neighbours
     if evalue <= 0:
@@ -150,9 +150,10 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
     fused = [h for h in fuse_hits([own, pssm], [WEIGHT, 1.0 - WEIGHT])
              if h.target_index in scored]
     evals = np.array([h.evalue for h in fused], dtype=np.float64)
-    tail = calibration_for(f"{method}+profile") if calibrated else None
-    if tail is not None:
-        evals = tail.evalues(evals, len(db))
+    reported = (reported_evalues(evals, f"{method}+profile", method, len(q), db)
+                if calibrated else None)
+    if reported is not None:
+        evals = reported
     bits = bits_from_evalue(evals, len(q), db.total_length)
     hits = rank_hits(Hit(h.query_id, h.target_id, h.target_index, h.score, float(b), float(e))
                      for h, e, b in zip(fused, evals.tolist(), bits.tolist(), strict=True))

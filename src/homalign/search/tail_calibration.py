@@ -118,6 +118,39 @@ def _table() -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def reported_evalues(values: Any, ranking: str, method: str, query_length: int, db: Any,
+                     n_seq: int | None = None, chance: bool = True) -> np.ndarray | None:
+    """The E-values a search reports for its ranking values, or None where nothing applies
+    (the values are then reported as they are).
+
+    For a method whose ranking key comes with the score's null law over all lengths
+    (``Method.chance_params``: ``learned``), the values first become counts of the database's
+    chance hits ranked at least as high (:func:`homalign.stats.chance_evalues`, over the
+    database's length histogram; a shard's scaled to ``n_seq`` sequences): a per-query monotone
+    map, so the ranking stays (``chance=False``: not, for values of another law than the
+    method's own). Then the ranking's shipped tail calibration, if any."""
+    from homalign.methods import get_method
+    from homalign.stats import chance_evalues, length_histogram
+
+    n = len(db) if n_seq is None else int(n_seq)
+    v = np.asarray(values, dtype=np.float64)
+    m = get_method(method)
+    law = m.chance_params() if chance and m.chance_params is not None else None
+    key = m.null_params() if law is not None and m.null_params is not None else None
+    changed = False
+    if law is not None and key is not None and len(v):
+        if ("length_histogram",) not in db.cache:
+            db.cache[("length_histogram",)] = length_histogram(db.lengths)
+        lengths, counts = db.cache[("length_histogram",)]
+        v = chance_evalues(v, key, law, query_length, n, (lengths, counts * (n / len(db))))
+        changed = True
+    tail = calibration_for(ranking)
+    if tail is not None:
+        v = tail.evalues(v, n)
+        changed = True
+    return v if changed else None
+
+
 def calibration_for(ranking: str) -> TailCalibration | None:
     """The shipped calibration of a ranking (``learned``, ``learned@3``, ...), or None: its
     E-values are then the null law's as they are."""
