@@ -30,6 +30,8 @@ class Tuned:
 
 _HELDOUT_QUERIES = "held-out train-fold SCOPe queries (homalign.scop.is_heldout_fold; never dev)"
 _HELDOUT_PAIRS = "held-out HOMSTRAD train families / TM-align train folds (8%, never dev)"
+_NB_RUN = ("homalign benchmark homology --db NB.db --queries HELDOUT.txt --methods learned "
+           "--no-profile-round, NB.db from makedb --neighbours, the constants set in-process")
 _PROFILE_PAIRS = "150 HOMSTRAD train pairs"
 _PROFILE_SCRIPT = ("benchmarks/bench_profile.py compare --data $HOMALIGN_DATA/homstrad/train "
                    "(52daf1a, 9a35b36; the exact command is not recorded)")
@@ -191,17 +193,25 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "benchmarks/research/profile_round_tune.py --settings 80:0:1e-3:0.5,80:0:1e-3:0.7,"
               "80:0:1e-3:0.4",
               "A learned search fuses its ranking with one light PSSM round by default"),
-        Tuned("homalign.search.engine:LINK_EVALUE", 1e-4,
-              f"563 {_HELDOUT_QUERIES}: superfamily 0.1098 -> 0.1137, other-fold hits at "
-              "E <= 1e-3 unchanged (0.0053 a query)",
-              "benchmarks/research/neighbour_tune.py", "Intermediate-sequence search"),
+        Tuned("homalign.search.engine:LINK_EVALUE", 1e-2,
+              f"563 {_HELDOUT_QUERIES}, E-values counting chance hits over the database's "
+              "lengths (2026-12-07): superfamily / family 0.120 / 0.492 without lists, "
+              "0.123 / 0.504 at link 1e-2, 0.122 / 0.498 at 1e-3 and 0.121 / 0.498 at 1e-4 "
+              "(penalty 100, lists cut at 0.1); other-fold hits at E <= 1 unchanged (0.218)",
+              "benchmarks/evalue_calibration.py (the hit lists of: " + _NB_RUN + ")",
+              "Intermediate-sequence search"),
         Tuned("homalign.search.engine:PATH_PENALTY", 100.0,
-              f"563 {_HELDOUT_QUERIES} (penalty 10: superfamily 0.1179 but 2.7x the "
-              "other-fold hits at E <= 1e-3)",
-              "benchmarks/research/neighbour_tune.py", "Intermediate-sequence search"),
-        Tuned("homalign.search.neighbours_build:NEIGHBOUR_EVALUE", 1e-2,
-              f"563 {_HELDOUT_QUERIES} (lists cut at 1: +0.0003)",
-              "benchmarks/research/neighbour_tune.py", "Intermediate-sequence search"),
+              f"563 {_HELDOUT_QUERIES}: penalty 30 the same as 100 at link 1e-3 (2026-12-07); "
+              "penalty 10 at link 1e-2 gave 2.7x the other-fold hits at E <= 1e-3 "
+              "(2026-12-02)",
+              "benchmarks/evalue_calibration.py (the hit lists of: " + _NB_RUN + ")",
+              "Intermediate-sequence search"),
+        Tuned("homalign.search.neighbours_build:NEIGHBOUR_EVALUE", 0.1,
+              f"563 {_HELDOUT_QUERIES}: lists cut at 1e-2 hold 3.4 links a sequence and lift "
+              "superfamily / family only to 0.120 / 0.498 (link 1e-4 to 1e-3); at 0.1, 6.6 "
+              "links a sequence, see LINK_EVALUE",
+              "benchmarks/evalue_calibration.py (the hit lists of: " + _NB_RUN + ")",
+              "Intermediate-sequence search"),
         Tuned("homalign.search.neighbours_build:MAX_NEIGHBOURS", 50, "not tuned: a list size cap",
               "none", "Intermediate-sequence search"),
     ),

@@ -165,7 +165,7 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
 
 #: the query's hits with a (calibrated) E-value at most this pass their neighbours on, at
 #: ``PATH_PENALTY`` times the weaker link's E-value (held-out train-fold queries, homalign.tuned)
-LINK_EVALUE = 1e-4
+LINK_EVALUE = 1e-2
 PATH_PENALTY = 100.0
 
 

@@ -19,7 +19,7 @@ from homalign.errors import InputError
 from homalign.search.neighbours import FORMAT, NEIGHBOURS_JSON, VERSION, Neighbours
 
 #: a link is kept when its (calibrated) E-value is at most this
-NEIGHBOUR_EVALUE = 1e-2
+NEIGHBOUR_EVALUE = 0.1
 MAX_NEIGHBOURS = 50
 CHUNK = 256  # sequences per resumable chunk
 
