@@ -15,7 +15,8 @@ def _pair_statistics(m: Method, aln: Alignment, options: dict[str, Any]) -> None
     """Set ``aln.evalue`` / ``aln.bits`` (one pair: the target is the search space) where the
     method has a null law without a fit: ``sw`` with a published matrix/gap-cost pair
     (Karlin-Altschul) and methods that ship theirs (``learned``: the law over all lengths of the
-    ranking score, the score search ranks the pair by). Others keep None ("not computed"); peers set their own."""
+    ranking score, the score search ranks the pair by). Others keep None ("not computed");
+    peers set their own."""
     if aln.evalue is not None or len(aln.pairs) == 0:
         return
     import numpy as np

@@ -98,8 +98,8 @@ class EVDParams:
     ``model="gumbel-regression"`` (a local score whose null drifts with the lengths in location
     and spread alike: the learned ranking's forward score, which grows linearly with long
     proteins): ``P(S ≥ s) = 1 - exp(-exp(-(s - μ) / β))`` with
-    ``μ = coef · (1, l, l², (m + n) / 1000, |m - n| / 1000)`` and ``ln β = scale_coef · (1, l)``,
-    ``l = max(ln(m n), min_log_mn)``: a pair shorter than the fit's shortest is scored as that
+    ``μ = coef · (1, l, l², (m + n) / 1000, |m - n| / 1000)`` and
+    ``ln β = scale_coef · (1, l)``, ``l = max(ln(m n), min_log_mn)``: a pair shorter than the fit's shortest is scored as that
     one, which overstates its null and so its P-value (:func:`fit_gumbel_regression`).
     ``lam`` and ``K`` are unused (1). ``source`` says where the values came from.
     """

@@ -131,22 +131,30 @@ def sample_scop_pairs(fasta: str, exclude: set[str], n_each: int, seed: int = 0
     return pos + neg
 
 
+def _null_pool(fasta: str | Path, exclude: set[str]) -> tuple[list[Any], dict[str, str]]:
+    """The SCOPe domains the null-law fits draw from, in file order, and every domain's fold:
+    the folds of the ``exclude`` domains (the dev queries) and the held-out tuning folds
+    (:func:`homalign.scop.is_heldout_fold`) are left out, so neither the dev report nor the
+    train-fold tuning queries see a fit."""
+    from homalign.scop import is_heldout_fold, labels_from_fasta
+    from homalign.sequence import read_sequences
+
+    fold_of = {i: lab.fold for i, lab in labels_from_fasta(fasta).items()}
+    banned = {fold_of[i] for i in exclude if i in fold_of}
+    pool = [s for s in read_sequences(fasta)
+            if fold_of[s.id] not in banned and not is_heldout_fold(fold_of[s.id])]
+    if len({fold_of[s.id] for s in pool}) < 2:
+        raise ValueError(f"{fasta}: fewer than two folds left to draw unrelated pairs from")
+    return pool, fold_of
+
+
 def null_fit_pairs(fasta: str | Path, exclude: set[str], n_pairs: int, seed: int = 0
                    ) -> list[tuple[object, object]]:
     """``n_pairs`` cross-fold pairs of SCOPe domains — real unrelated proteins — for fitting the
-    ranking score's null law: the folds of the ``exclude`` domains (the dev queries) and the
-    held-out tuning folds (:func:`homalign.scop.is_heldout_fold`) are left out, so
-    neither the dev report nor the train-fold tuning queries see the fit."""
-    from homalign.scop import is_heldout_fold, labels_from_fasta
-    from homalign.sequence import read_sequences
+    ranking score's null law (the domains of :func:`_null_pool`)."""
     from homalign.stats import unrelated_pairs
 
-    seqs = list(read_sequences(fasta))
-    fold_of = {i: lab.fold for i, lab in labels_from_fasta(fasta).items()}
-    banned = {fold_of[i] for i in exclude if i in fold_of}
-    pool = [s for s in seqs if fold_of[s.id] not in banned and not is_heldout_fold(fold_of[s.id])]
-    if len({fold_of[s.id] for s in pool}) < 2:
-        raise ValueError(f"{fasta}: fewer than two folds left to draw unrelated pairs from")
+    pool, fold_of = _null_pool(fasta, exclude)
     qs, ts, _ = unrelated_pairs(n_pairs, sequences=pool, labels=[fold_of[s.id] for s in pool],
                                 seed=seed)
     return list(zip(qs, ts, strict=True))
@@ -173,29 +181,22 @@ def chance_fit_groups(fasta: str | Path, exclude: set[str], n_pairs: int, seed: 
 
     Each sequence is one SCOPe domain (half of them) or 2 to ``max_domains`` domains of distinct
     folds joined end to end: real domains at the lengths of real proteins, single domains and
-    multi-domain chains alike; a query shares no fold with its targets. The folds of the ``exclude`` domains (the dev
-    queries) and the held-out tuning folds (:func:`homalign.scop.is_heldout_fold`) are left out,
-    so neither the dev report nor the train-fold tuning queries see the fit."""
-    from homalign.scop import is_heldout_fold, labels_from_fasta
-    from homalign.sequence import Sequence, read_sequences
+    multi-domain chains alike; a query shares no fold with its targets (the domains of
+    :func:`_null_pool`)."""
+    from homalign.sequence import Sequence
 
-    seqs = list(read_sequences(fasta))
-    fold_of = {i: lab.fold for i, lab in labels_from_fasta(fasta).items()}
-    banned = {fold_of[i] for i in exclude if i in fold_of}
+    pool, fold_of = _null_pool(fasta, exclude)
     by_fold: dict[str, list[Any]] = {}
-    for s in seqs:
-        if fold_of[s.id] not in banned and not is_heldout_fold(fold_of[s.id]):
-            by_fold.setdefault(fold_of[s.id], []).append(s)
+    for s in pool:
+        by_fold.setdefault(fold_of[s.id], []).append(s)
     folds = sorted(by_fold)
-    if len(folds) < 2:
-        raise ValueError(f"{fasta}: fewer than two folds left to draw unrelated pairs from")
     most = max(1, min(max_domains, len(folds) // 2))  # a query's and a target's folds all differ
     rng = np.random.default_rng(seed)
 
     def chain(avoid: set[str]) -> tuple[Any, set[str]]:
         free = [f for f in folds if f not in avoid]
-        k = 1 if most == 1 or rng.random() < 0.5 else int(rng.integers(2, most + 1))
-        picked = rng.choice(len(free), size=min(k, len(free)), replace=False)
+        size = 1 if most == 1 or rng.random() < 0.5 else int(rng.integers(2, most + 1))
+        picked = rng.choice(len(free), size=min(size, len(free)), replace=False)
         parts = [by_fold[free[k]][int(rng.integers(len(by_fold[free[k]])))] for k in picked]
         name = "+".join(p.id for p in parts)
         return Sequence(name, "".join(p.residues for p in parts)), {free[k] for k in picked}
@@ -211,7 +212,7 @@ def chance_fit_groups(fasta: str | Path, exclude: set[str], n_pairs: int, seed: 
 
 
 def chance_fit_scores(ranking: Any, groups: list[tuple[Any, list[Any]]],
-                    max_cells: int = 8_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      max_cells: int = 8_000_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(scores, query lengths, target lengths) of :func:`chance_fit_groups`' groups, each query
     against its targets in batched passes of at most ``max_cells`` cells
     (:class:`homalign.model.ranking.RankingModel`, the search's own scoring)."""

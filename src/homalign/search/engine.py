@@ -328,10 +328,10 @@ def search(
     ``traceback=False`` skips the alignments (``Hit.alignment`` is None; for rankings only);
     ``rescore`` (methods with a batched ranking, i.e. ``learned``): after the prefilter, only
     the best ``rescore`` candidates by Smith-Waterman score are scored (``"default"``:
-    :data:`LEARNED_RESCORE`; None: all); ``calibrated``: a method with a shipped empirical
-    calibration (:func:`homalign.search.tail_calibration.calibration_for`, e.g. ``learned``)
-    reports calibrated E-values and BLAST's bits of them; False gives its null law's values
-    (what a fused ranking combines); ``neighbours``: with a database that has neighbour lists
+    :data:`LEARNED_RESCORE`; None: all); ``calibrated``: the E-values the search reports
+    (:func:`homalign.search.tail_calibration.reported_evalues`: for ``learned``, the database's
+    chance hits over its lengths, then the shipped tail calibration) and BLAST's bits of them;
+    False gives the null law's values (what a fused ranking combines); ``neighbours``: with a database that has neighbour lists
     (``homalign makedb --neighbours``), the learned search also reaches targets through its
     hits (:func:`_through_neighbours`); False: direct scores only.
     """
