@@ -14,6 +14,10 @@ real proteins) with E ≤ x. Ideal: x per query (a little less, as only other-fo
     python benchmarks/evalue_calibration.py --db astral-2.07-40.trainval.fa \\
         --queries HELDOUT.txt --hits OUT/hits/learned.tsv --fit learned
 
+``--fit-truncation NAME`` then fits the truncation of that calibration (the chance hits the
+candidate limit keeps off a learned search's list) on lists made with it, to one other-fold hit a
+query at E ≤ 1, and stores it beside the power law.
+
 ``HELDOUT.txt``: ``python benchmarks/evalue_calibration.py --heldout-queries HELDOUT.txt``
 writes the train-fold domains of the held-out folds (:func:`is_heldout_fold`).
 
@@ -34,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from homalign.evaluate.homology import is_heldout_fold, labels_from_fasta
-from homalign.search.tail_calibration import calibration_for, fit_tail
+from homalign.search.tail_calibration import calibration_for, fit_tail, fit_truncation
 
 THRESHOLDS = (1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0)
 #: the fit uses E <= 1 only: at E <= 10 the counts are cut by the candidate limit (a learned
@@ -76,6 +80,9 @@ def main() -> None:
     p.add_argument("--hits", type=Path, nargs="*", default=[], help="hits/<method>.tsv files")
     p.add_argument("--fit", metavar="NAME", help="fit and store the calibration of ranking NAME "
                    "(one --hits file)")
+    p.add_argument("--fit-truncation", metavar="NAME",
+                   help="fit and store the truncation of ranking NAME's shipped calibration "
+                        "(one --hits file made with it): 1 other-fold hit a query at E <= 1")
     p.add_argument("--apply", metavar="NAME", help="count the lists' E-values after the shipped "
                    "calibration of ranking NAME (lists made without it)")
     p.add_argument("--source", default="", help="provenance line stored with the fit")
@@ -142,8 +149,12 @@ def main() -> None:
     tail = calibration_for(args.apply) if args.apply else None
     if args.apply and tail is None:
         raise SystemExit(f"no shipped calibration for {args.apply!r}")
+    undo = calibration_for(args.fit or args.fit_truncation or "")
     for path in args.hits:
         hits = read_hits(path)
+        if undo is not None and undo.truncation:  # lists made with it: back to the power law
+            hits = {q: list(zip([t for t, _ in v], undo.undo_truncation([e for _, e in v], n_db),
+                                strict=True)) for q, v in hits.items()}
         if tail is not None:
             hits = {q: list(zip([t for t, _ in v], tail.evalues([e for _, e in v], n_db),
                                 strict=True)) for q, v in hits.items()}
@@ -152,6 +163,9 @@ def main() -> None:
         print(f"| {path.name} | " + " | ".join(
             f"{o / len(queries):.3g} / {s / len(queries):.3g}" for o, s in
             zip(other, same, strict=True)) + " |")
+    if args.fit_truncation is not None:
+        fit_truncation_of(args.fit_truncation, args.hits, queries, labels, n_db, args.source)
+        return
     if args.fit is None:
         return
     if len(args.hits) != 1:
@@ -164,6 +178,9 @@ def main() -> None:
     table = json.loads(TABLE.read_text()) if TABLE.is_file() else {}
     table[args.fit] = {"A": cal.A, "b": cal.b, "source": args.source,
                        "queries": len(queries), "db_sequences": n_db}
+    if before is not None and before.truncation:
+        print(f"{args.fit}: its truncation is dropped with the old power law; refit it "
+              "(--fit-truncation) on lists made with the new one")
     TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     pred = fitted.evalues(np.array(THRESHOLDS), n_db)
     print(f"\n{args.fit}: A = {cal.A:.4g}, b = {cal.b:.4g} (this fit: A = {fitted.A:.4g}, "
@@ -173,6 +190,39 @@ def main() -> None:
     print("| observed per query | " + " | ".join(
         f"{o / len(queries):.3g}" for o in counts[args.hits[0]]) + " |")
     print("| fitted per query | " + " | ".join(f"{v:.3g}" for v in pred) + " |")
+
+
+def fit_truncation_of(name: str, paths: list[Path], queries: list[str], labels: dict,
+                      n_db: int, source: str = "") -> None:
+    """Fit ranking ``name``'s truncation on one hit list made with its shipped calibration and
+    store it beside its power law."""
+    from homalign.search.engine import LEARNED_RESCORE
+
+    if len(paths) != 1:
+        raise SystemExit("--fit-truncation takes one --hits file")
+    shipped = calibration_for(name)
+    if shipped is None:
+        raise SystemExit(f"no shipped calibration for {name!r}")
+    hits = read_hits(paths[0])
+    qs = set(queries)
+    other = [shipped.undo_truncation([e], n_db)[0] for q, v in hits.items() if q in qs
+             for t, e in v if t != q and t in labels and labels[t].fold != labels[q].fold]
+    k = fit_truncation(other, len(queries))
+    cal = shipped.with_truncation(k, n_db, LEARNED_RESCORE) if k else shipped
+    table = json.loads(TABLE.read_text())
+    table[name].update(truncation=k, truncation_db=n_db, candidates=LEARNED_RESCORE,
+                       truncation_source=source or f"python benchmarks/evalue_calibration.py "
+                       f"--hits {paths[0].name} --fit-truncation {name} on {len(queries)} queries")
+    TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    e = np.sort(np.asarray(other))
+    after = cal.truncate(e, n_db) if k else e
+    print(f"\n{name}: truncation k = {k:.4g} at {n_db} sequences, {LEARNED_RESCORE} candidates "
+          f"-> {TABLE}")
+    print("| other-fold hits per query | " + " | ".join(f"E <= {x:g}" for x in THRESHOLDS) + " |")
+    print("|---|" + "---|" * len(THRESHOLDS))
+    for label, vals in (("before", e), ("after", after)):
+        print(f"| {label} | " + " | ".join(f"{(vals <= x).sum() / len(queries):.3g}"
+                                           for x in THRESHOLDS) + " |")
 
 
 if __name__ == "__main__":

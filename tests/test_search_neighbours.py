@@ -146,3 +146,26 @@ def test_lists_of_other_weights_are_refused_naming_both(family_db: Path, tmp_pat
     db = SequenceDB.load(db_dir)
     with pytest.raises(InputError, match=f"0123456789abcdef.*{mine}"):
         search(db.sequence(0), db, "learned", traceback=False)
+
+
+def test_lists_of_another_evalue_scale_are_refused(family_db: Path, tmp_path) -> None:
+    # the null laws sit beside the weights, so the weights' fingerprint does not see them: lists
+    # built before a law or calibration changed would mix two scales of E-value
+    import shutil
+
+    from homalign.search.neighbours import evalue_scale
+
+    db_dir = tmp_path / "old"
+    shutil.copytree(family_db, db_dir)
+    meta = json.loads((db_dir / NEIGHBOURS_JSON).read_text())
+    assert meta["evalue_scale"] == evalue_scale()
+    del meta["evalue_scale"]  # as lists made before the stamp
+    (db_dir / NEIGHBOURS_JSON).write_text(json.dumps(meta))
+    db = SequenceDB.load(db_dir)
+    with pytest.raises(InputError, match="another scale.*unstamped.*makedb --neighbours"):
+        search(db.sequence(0), db, "learned", traceback=False)
+    meta["evalue_scale"] = "0123456789abcdef"
+    (db_dir / NEIGHBOURS_JSON).write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="0123456789abcdef"):
+        search(SequenceDB.load(db_dir).sequence(0), SequenceDB.load(db_dir), "learned",
+               traceback=False)

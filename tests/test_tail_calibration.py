@@ -58,6 +58,65 @@ def test_the_shipped_learned_calibration_is_conservative_below_one() -> None:
     assert np.all(cal.evalues(v, 11_487) > v)  # real proteins' tail is heavier than the null's
 
 
+def test_a_truncation_deflates_only_weak_evalues_and_keeps_the_order() -> None:
+    plain = TailCalibration(A=0.01, b=0.5)
+    cut = plain.with_truncation(2.0, 10_000, 80)
+    v = np.logspace(-12, 6, 400)
+    before, after = plain.evalues(v, 10_000), cut.evalues(v, 10_000)
+    uncapped = before[1:] < 10_000
+    assert np.all(np.diff(after)[uncapped] > 0) and np.all(np.diff(after) >= 0)
+    strong = before <= 0.1
+    np.testing.assert_array_equal(after[strong], before[strong])  # the strong end untouched
+    weak = before >= 10.0
+    np.testing.assert_allclose(after[weak], before[weak] * math.exp(-2.0), rtol=1e-12)
+    assert np.all(after <= before)
+    np.testing.assert_allclose(cut.undo_truncation(after, 10_000), before, rtol=1e-9)
+
+
+def test_a_truncation_scales_with_the_database_its_candidates_cut() -> None:
+    cut = TailCalibration(A=0.01, b=0.5).with_truncation(2.0, 10_000, 80)
+    e = np.array([0.05, 1.0, 5.0, 50.0])
+    # a database of no more sequences than the candidates: nothing is truncated
+    np.testing.assert_array_equal(cut.truncate(e, 80), e)
+    half = cut.truncate(e, int(80 * math.sqrt(10_000 / 80)))  # halfway in ln(N / C)
+    full = cut.truncate(e, 10_000)
+    assert np.all(full[1:] < half[1:]) and np.all(half[1:] < e[1:])
+    np.testing.assert_allclose(np.log(e[3] / half[3]), 1.0, rtol=1e-3)
+    np.testing.assert_array_equal(cut.truncate(e, 1_000_000), full)  # larger: as the fit's
+
+
+def test_a_truncation_that_would_reorder_hits_is_refused() -> None:
+    with pytest.raises(ValueError, match="truncation"):
+        TailCalibration(A=0.01, b=0.5).with_truncation(math.log(100.0), 10_000, 80)
+    with pytest.raises(ValueError, match="truncation"):
+        TailCalibration(A=0.01, b=0.5).with_truncation(1.0, 50, 80)
+
+
+def test_the_truncation_fit_brings_one_chance_hit_a_query_to_evalue_one() -> None:
+    rng = np.random.default_rng(5)
+    # 200 queries' chance hits, 0.2 a query at E <= 1 (a conservative list, as a learned
+    # search's over SCOPe domains): E-values log-uniform per unit, rate 0.2 E
+    e = np.sort(rng.uniform(0, 10.0, rng.poisson(0.2 * 10 * 200)))
+    k = tail_module.fit_truncation(e, 200)
+    cut = TailCalibration(A=1e-9, b=1.0).with_truncation(k, 10_000, 80)
+    after = cut.truncate(e, 10_000)
+    assert (after <= 1.0).sum() == 200  # one a query
+    assert np.array_equal(np.argsort(after, kind="stable"), np.arange(len(e)))
+    # a list that already holds one a query at E <= 1 is left as it is
+    assert tail_module.fit_truncation(np.linspace(0.001, 1.0, 300), 200) == 0.0
+    with pytest.raises(ValueError, match="chance hits"):
+        tail_module.fit_truncation(e[:10], 200)
+
+
+def test_the_shipped_learned_rankings_are_truncated_at_the_search_candidates() -> None:
+    from homalign.search.engine import LEARNED_RESCORE
+
+    for ranking in ("learned", "learned+profile", "learned@3"):
+        cal = calibration_for(ranking)
+        assert cal is not None and 0 < cal.truncation < math.log(100.0)
+        assert cal.candidates == LEARNED_RESCORE and cal.truncation_db > LEARNED_RESCORE
+
+
 def _shuffled_decoys(n: int, seed: int) -> list[Sequence]:
     """Real HOMSTRAD residues, each sequence shuffled on its own: composition kept, homology
     gone (a sequence drawn twice is shuffled twice)."""

@@ -40,7 +40,11 @@ from homalign.search.hits import Hit, rank_hits
 from homalign.search.prefilter import best_n, exact_matches
 from homalign.search.prefilter import prefilter as run_prefilter
 from homalign.search.sw_scores import is_every_target, sw_scores
-from homalign.search.tail_calibration import bits_from_evalue, reported_evalues
+from homalign.search.tail_calibration import (
+    bits_from_evalue,
+    calibration_for,
+    reported_evalues,
+)
 from homalign.search.ungapped import ungapped_scores
 from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues
@@ -183,6 +187,9 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
     if nb is None:
         return cand, scores, evals
     reach, lifted = lifted_evalues(nb, cand, evals, LINK_EVALUE, PATH_PENALTY)
+    tail = calibration_for(method)
+    if tail is not None:  # the reported values' truncation (monotone): the same order as before it
+        lifted = tail.truncate(lifted, len(db))
     extra = np.setdiff1d(reach, cand)
     if len(extra):
         xs = _batched_scores(ranking, q, qrep, db, extra)

@@ -6,8 +6,8 @@ pair (q, t) is as credible as the weaker of the two links. The lists are CSR arr
 database directory (:mod:`homalign.search.neighbours_build` writes them, ``homalign makedb
 --neighbours``):
 
-``neighbours.json``        the build's settings, the ranking weights' fingerprint, the database's
-                           size;
+``neighbours.json``        the build's settings, the ranking weights' fingerprint, the E-value
+                           scale of the links (:func:`evalue_scale`), the database's size;
 ``neighbours_indptr.npy``  int64 (n + 1): sequence i's neighbours are ``[indptr[i], indptr[i+1])``;
 ``neighbours_index.npy``   int32 database index of each neighbour (the self hit left out);
 ``neighbours_evalue.npy``  float64 E-value of each link.
@@ -30,6 +30,21 @@ from homalign.errors import InputError
 NEIGHBOURS_JSON = "neighbours.json"
 FORMAT = "homalign-learned-neighbours"
 VERSION = 1
+def evalue_scale() -> str:
+    """A fingerprint of what turns a learned score into a reported E-value: the ranking's null
+    laws (beside its weights, so not in the weights' fingerprint) and its tail calibrations.
+    Links stored under another scale would be compared with the query's E-values wrongly."""
+    import hashlib
+
+    from homalign.methods import get_method
+    from homalign.search.tail_calibration import calibration_for
+
+    m = get_method("learned")
+    laws = [f() if f is not None else None for f in (m.null_params, m.chance_params)]
+    cals = [calibration_for(r) for r in ("learned", "learned+profile")]
+    return hashlib.sha256(repr((laws, cals)).encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Neighbours:
     """CSR neighbour lists of one database (see the module docstring)."""
@@ -63,6 +78,11 @@ def load_neighbours(directory: str | Path, db: Any, fingerprint: str) -> Neighbo
         raise InputError(f"{meta_path}: neighbour lists made with ranking weights "
                          f"{meta.get('fingerprint')}, these are {fingerprint}; rebuild with "
                          "homalign makedb --neighbours")
+    if meta.get("evalue_scale") != evalue_scale():
+        raise InputError(f"{meta_path}: neighbour lists whose E-values are of another scale "
+                         f"({meta.get('evalue_scale') or 'unstamped, an older homalign'}; this "
+                         f"homalign's is {evalue_scale()}); rebuild with homalign makedb "
+                         "--neighbours")
     if meta.get("sequences") != len(db) or meta.get("residues") != int(db.total_length):
         raise InputError(f"{meta_path}: neighbour lists of another database "
                          f"({meta.get('sequences')} sequences, this one has {len(db)})")

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from homalign.errors import InputError
-from homalign.search.neighbours import FORMAT, NEIGHBOURS_JSON, VERSION, Neighbours
+from homalign.search.neighbours import (
+    FORMAT,
+    NEIGHBOURS_JSON,
+    VERSION,
+    Neighbours,
+    evalue_scale,
+)
 
 #: a link is kept when its (calibrated) E-value is at most this
 NEIGHBOUR_EVALUE = 0.1
@@ -42,6 +48,7 @@ def build_neighbours(db: Any, directory: str | Path, *, fingerprint: str,
     directory = Path(directory)
     work = directory / ".neighbours.partial"
     settings = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint,
+                "evalue_scale": evalue_scale(),
                 "evalue": float(evalue), "max_neighbours": int(max_neighbours),
                 "sequences": len(db), "residues": int(db.total_length),
                 "search_options": {k: str(v) for k, v in sorted(search_options.items())}}

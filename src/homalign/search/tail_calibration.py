@@ -5,7 +5,7 @@ lives in (a per-pair P of 1e-7 for E = 1e-3 against 10,000 sequences), and a fus
 weighted geometric mean of several searches' E-values, :func:`homalign.search.fuse_hits`) is not
 an E-value at all. Both are *ranking values* ``v`` on an E-value scale. :class:`TailCalibration`
 maps them to E-values through a power law on the per-target rate, never below the ranking
-value itself (a calibration only ever makes E-values more conservative)::
+value itself (the power law only ever makes E-values more conservative)::
 
     E = N · min(1, max(v / N, A · (v / N)^b))
 
@@ -16,6 +16,18 @@ another fold (chance hits among real proteins) per query at each threshold
 (``benchmarks/evalue_calibration.py``; the values, their split and command are in
 ``tail_calibration.json`` beside this module). The map is monotone, so it changes no ranking.
 
+A learned search scores only its candidates (the database's best ``C`` by a Smith-Waterman
+pass), so fewer chance hits reach its list than the database holds, and a search's weak E-values
+would be conservative (3-6x at E = 1 on SCOPe domain databases). A fitted *truncation* ``k``
+deflates them back, between ``E = 0.1`` and ``E = 10`` only, so the strong end is untouched::
+
+    E' = E · exp(-k · s · t),  t = clip(ln(E / 0.1) / ln(100), 0, 1),
+    s = clip(ln(N / C) / ln(N_fit / C), 0, 1)
+
+``s`` scales it with the database: no candidate limit truncates a database of ``C`` sequences
+or fewer, and a larger one than the fit's is deflated as the fit's (more truncated, so still
+conservative). ``k < ln(100)`` keeps the map monotone.
+
 The bit score of a calibrated hit is BLAST's, ``bits = log2(m n / E)`` for a query of ``m``
 residues against ``n`` database residues (:func:`bits_from_evalue`), so the two always agree.
 """
@@ -24,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -32,12 +44,16 @@ from typing import Any
 import numpy as np
 
 EVALUE_FLOOR = 1e-300
+#: the E-value range a truncation deflates: nothing at or below ``TRUNCATION_FROM``, all of ``k``
+#: from ``TRUNCATION_TO`` on
+TRUNCATION_FROM, TRUNCATION_TO = 0.1, 10.0
+_SPAN = math.log(TRUNCATION_TO / TRUNCATION_FROM)
 
 
 @dataclass(frozen=True)
 class TailCalibration:
     """``E = N · min(1, max(v / N, A (v / N)^b))`` for ranking values ``v`` against ``N``
-    sequences.
+    sequences, then the weak end's truncation (:meth:`truncate`; none where ``truncation`` is 0).
 
     >>> cal = TailCalibration(A=0.01, b=0.5)
     >>> [round(float(x), 6) for x in cal.evalues(np.array([1e-6, 1.0, 1e3, 1e9]), 10_000)]
@@ -52,10 +68,19 @@ class TailCalibration:
     A: float
     b: float
     source: str = ""
+    #: the truncation ``k`` and the database size and candidate count it was fitted at (0: none)
+    truncation: float = 0.0
+    truncation_db: int = 0
+    candidates: int = 0
 
     def __post_init__(self) -> None:
         if not (self.A > 0 and math.isfinite(self.A) and self.b > 0 and math.isfinite(self.b)):
             raise ValueError(f"a tail calibration needs A > 0 and b > 0, got {self.A}, {self.b}")
+        if self.truncation and not (0 < self.truncation < _SPAN
+                                    and self.truncation_db > self.candidates > 0):
+            raise ValueError(f"a truncation needs 0 < k < {_SPAN:.4g} and a fit database larger "
+                             f"than its candidates, got k = {self.truncation}, "
+                             f"{self.truncation_db} sequences, {self.candidates} candidates")
 
     def evalues(self, values: Any, db_count: int) -> np.ndarray:
         """Calibrated E-values of ranking values ``values`` against ``db_count`` sequences."""
@@ -63,12 +88,73 @@ class TailCalibration:
         v = np.maximum(np.asarray(values, dtype=np.float64), EVALUE_FLOOR)
         log_v = np.log(v) - math.log(n)
         log_rate = np.maximum(log_v, math.log(self.A) + self.b * log_v)
-        return n * np.exp(np.minimum(log_rate, 0.0))
+        return self.truncate(n * np.exp(np.minimum(log_rate, 0.0)), db_count)
+
+    def _k(self, db_count: int) -> float:
+        """The truncation at ``db_count`` sequences: ``k · s``."""
+        if not self.truncation or db_count <= self.candidates:
+            return 0.0
+        share = math.log(db_count / self.candidates) / math.log(self.truncation_db
+                                                                / self.candidates)
+        return self.truncation * min(share, 1.0)
+
+    def truncate(self, evalues: Any, db_count: int) -> np.ndarray:
+        """E-values (after the power law) deflated by the truncation at ``db_count``."""
+        e = np.asarray(evalues, dtype=np.float64)
+        k = self._k(db_count)
+        if k == 0.0:
+            return e
+        t = np.clip(np.log(e / TRUNCATION_FROM) / _SPAN, 0.0, 1.0)
+        return e * np.exp(-k * t)
+
+    def undo_truncation(self, evalues: Any, db_count: int) -> np.ndarray:
+        """The E-values before the truncation deflated them (its exact inverse).
+
+        >>> cal = TailCalibration(1.0, 1.0, truncation=2.0, truncation_db=10_000, candidates=80)
+        >>> e = np.array([1e-3, 0.05, 1.0, 8.0, 50.0])
+        >>> bool(np.allclose(cal.undo_truncation(cal.truncate(e, 10_000), 10_000), e))
+        True
+        """
+        e = np.asarray(evalues, dtype=np.float64)
+        k = self._k(db_count)
+        if k == 0.0:
+            return e.copy()
+        lo = math.log(TRUNCATION_FROM)
+        # on the slope ln E' = ln E (1 - k / span) + k lo / span
+        mid = np.exp((np.log(np.maximum(e, EVALUE_FLOOR)) - k * lo / _SPAN) / (1.0 - k / _SPAN))
+        return np.where(e <= TRUNCATION_FROM, e,
+                        np.where(e >= TRUNCATION_TO * math.exp(-k), e * math.exp(k), mid))
 
     def compose(self, after: TailCalibration) -> TailCalibration:
-        """The calibration that applies ``self`` and then ``after`` (exact where both power
-        laws lie above the identity, the tail they are fitted for)."""
+        """The power law that applies ``self``'s and then ``after``'s (exact where both lie
+        above the identity, the tail they are fitted for); without a truncation."""
         return TailCalibration(after.A * self.A ** after.b, self.b * after.b, after.source)
+
+    def with_truncation(self, k: float, db_count: int, candidates: int) -> TailCalibration:
+        """This power law with truncation ``k`` fitted at ``db_count`` sequences."""
+        return replace(self, truncation=k, truncation_db=db_count, candidates=candidates)
+
+
+def fit_truncation(evalues: Any, n_queries: int, target: float = 1.0) -> float:
+    """The truncation ``k`` that lets ``n_queries`` queries' chance hits (their ``evalues``
+    before any truncation, at the fit's database) hold ``target`` hits per query at E ≤ 1: 0
+    where they already do.
+
+    >>> e = np.r_[np.full(100, 4.0), np.full(300, 9.0)]  # 100 queries: 1 a query at E <= 4
+    >>> k = fit_truncation(e, 100)
+    >>> cal = TailCalibration(1.0, 1.0, truncation=k, truncation_db=10_000, candidates=80)
+    >>> round(float(cal.truncate(np.array([4.0]), 10_000)[0]), 6)
+    1.0
+    """
+    e = np.sort(np.asarray(evalues, dtype=np.float64))
+    need = int(math.ceil(target * n_queries))
+    if need < 1 or len(e) < need:
+        raise ValueError(f"a truncation fit needs {need} chance hits, got {len(e)}")
+    x = float(e[need - 1])  # E-value at which the lists hold ``target`` a query
+    if x <= 1.0:
+        return 0.0
+    t = min(math.log(x / TRUNCATION_FROM) / _SPAN, 1.0)
+    return min(math.log(x) / t, 0.999 * _SPAN)
 
 
 def fit_tail(thresholds: Any, hits: Any, n_queries: int, db_count: int, *,
@@ -157,4 +243,6 @@ def calibration_for(ranking: str) -> TailCalibration | None:
     entry = _table().get(ranking)
     if entry is None:
         return None
-    return TailCalibration(float(entry["A"]), float(entry["b"]), str(entry.get("source", "")))
+    return TailCalibration(float(entry["A"]), float(entry["b"]), str(entry.get("source", "")),
+                           float(entry.get("truncation", 0.0)),
+                           int(entry.get("truncation_db", 0)), int(entry.get("candidates", 0)))
