@@ -255,18 +255,25 @@ def _gumbel_regression_design(m: np.ndarray, n: np.ndarray, min_log_mn: float
             np.stack([one, ell], axis=1))
 
 
+def location_scale(params: EVDParams, query_lengths: Any, target_lengths: Any
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``(μ(m, n), β(m, n))`` of a ``"gumbel-regression"`` law at the given lengths."""
+    if params.model != "gumbel-regression":
+        raise ValueError(f"standardized scores need a gumbel-regression law, not {params.model!r}")
+    m, n = np.broadcast_arrays(np.asarray(query_lengths, dtype=np.float64),
+                               np.asarray(target_lengths, dtype=np.float64))
+    X, Z = _gumbel_regression_design(m, n, float(params.min_log_mn))  # type: ignore[arg-type]
+    return ((X @ np.asarray(params.coef)).reshape(m.shape),
+            np.exp(Z @ np.asarray(params.scale_coef)).reshape(m.shape))
+
+
 def standardized_scores(scores: Any, params: EVDParams, query_lengths: Any,
                         target_lengths: Any) -> np.ndarray:
     """``z = (S - μ(m, n)) / β(m, n)`` of a ``"gumbel-regression"`` law: a standard Gumbel
     variable for unrelated pairs of any lengths, so ``P(S ≥ s) = 1 - exp(-e^{-z})``."""
-    if params.model != "gumbel-regression":
-        raise ValueError(f"standardized scores need a gumbel-regression law, not {params.model!r}")
-    s, m, n = np.broadcast_arrays(np.asarray(scores, dtype=np.float64),
-                                  np.asarray(query_lengths, dtype=np.float64),
-                                  np.asarray(target_lengths, dtype=np.float64))
-    X, Z = _gumbel_regression_design(m, n, float(params.min_log_mn))  # type: ignore[arg-type]
-    mu = (X @ np.asarray(params.coef)).reshape(s.shape)
-    beta = np.exp(Z @ np.asarray(params.scale_coef)).reshape(s.shape)
+    s = np.asarray(scores, dtype=np.float64)
+    mu, beta = location_scale(params, query_lengths, target_lengths)
+    s, mu, beta = np.broadcast_arrays(s, mu, beta)
     return (s - mu) / beta
 
 

@@ -193,6 +193,34 @@ TUNED: dict[str, tuple[Tuned, ...]] = {
               "benchmarks/research/profile_round_tune.py --settings 80:0:1e-3:0.5,80:0:1e-3:0.7,"
               "80:0:1e-3:0.4",
               "A learned search fuses its ranking with one light PSSM round by default"),
+        Tuned("homalign.search.engine:REVERSE_MARGIN", 3.0,
+              f"563 {_HELDOUT_QUERIES} and 180 shuffled UniProt decoys against the 20,000 "
+              "UniProt sample: superfamily / family unchanged (0.1197 / 0.4920 without the "
+              "round, 0.1342 / 0.4954 with it) at margins 2, 3 and 4 (checks at E <= 1 and 10); "
+              "other-fold hits at E <= 0.1 0.028 -> 0.004 a query; decoy hits at E <= 1e-3 "
+              "0.0056 -> 0 a query (no round)",
+              "homalign benchmark homology --db TV.db --queries HELDOUT.txt --methods learned "
+              "[--no-profile-round], the constants set in-process; benchmarks/"
+              "evalue_calibration.py --decoy-hits",
+              "The reverse null guards strong learned and PSSM-round hits"),
+        Tuned("homalign.search.engine:REVERSE_CHECK", 1.0,
+              f"563 {_HELDOUT_QUERIES}: sensitivities unchanged at 1 and 10; 10 scores 3x as "
+              "many reversed targets",
+              "as REVERSE_MARGIN",
+              "The reverse null guards strong learned and PSSM-round hits"),
+        Tuned("homalign.search.engine:REVERSE_GATE", 2.0,
+              f"563 {_HELDOUT_QUERIES}: the same lists as without the gate at a third of the "
+              "reversed targets (2.9 against 9.2 a query); decoy hits unchanged at every E-value "
+              "threshold to 1e-2",
+              "as REVERSE_MARGIN",
+              "The reverse null guards strong learned and PSSM-round hits"),
+        Tuned("homalign.search.profile_round:REVERSE_MARGIN", 5.0,
+              f"563 {_HELDOUT_QUERIES}: superfamily / family 0.1342 / 0.4954 without it, "
+              "0.1337 / 0.4960 at 3 (7 queries lower, 2 higher), 0.1339 / 0.4960 at 4, "
+              "0.1341 / 0.4954 at 5, unchanged at 8; decoy hits at E <= 1e-3 0.022 -> 0 a "
+              "query at 3, 4 and 5",
+              "as engine REVERSE_MARGIN",
+              "The reverse null guards strong learned and PSSM-round hits"),
         Tuned("homalign.search.engine:LINK_EVALUE", 1e-2,
               f"563 {_HELDOUT_QUERIES}, E-values counting chance hits over the database's "
               "lengths (2026-12-07): superfamily / family 0.120 / 0.492 without lists, "

@@ -39,6 +39,7 @@ from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.prefilter import best_n, exact_matches
 from homalign.search.prefilter import prefilter as run_prefilter
+from homalign.search.reverse_null import ka_excess, reversal, reversed_codes
 from homalign.search.sw_scores import is_every_target, sw_scores
 from homalign.search.tail_calibration import (
     bits_from_evalue,
@@ -47,7 +48,7 @@ from homalign.search.tail_calibration import (
 )
 from homalign.search.ungapped import ungapped_scores
 from homalign.sequence import Sequence, as_sequence
-from homalign.stats import EVDParams, bit_score, db_evalues
+from homalign.stats import EVDParams, bit_score, db_evalues, karlin_altschul, location_scale
 
 MAX_QUERY_LENGTH = 40_000
 #: the learned ranking scores the database's best 80 targets by Smith-Waterman score (compiled,
@@ -146,14 +147,19 @@ def _batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
 
 
 def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
-                    candidates: np.ndarray) -> np.ndarray:
+                    candidates: np.ndarray, *, reverse: bool = False,
+                    prepared: Any = None) -> tuple[np.ndarray, Any]:
     """The ranking scores of ``candidates`` from the database's stored embeddings: one matrix
     product, one exp and one parallel DP per batch of targets (:mod:`homalign.model.ranking`),
-    the targets taken in order of length. A target's score depends on that pair alone."""
+    the targets taken in order of length, and the ranking's query side (``prepared``: reuse
+    it). A target's score depends on that pair alone. ``reverse``: each target's residues and
+    embeddings read backwards (the reverse null, :func:`_reverse_corrected`)."""
     from homalign.search.embeddings import store_for
 
     store = store_for(db, ranking)
-    if qrep is not None and getattr(qrep, "profile", None) is not None:
+    if prepared is not None:
+        qr = prepared
+    elif qrep is not None and getattr(qrep, "profile", None) is not None:
         emb = np.asarray(qrep.embedding, dtype=np.float32).reshape(len(q), -1)
         qr = ranking.query(q.codes, embedding=emb, profile=qrep.profile)
     else:
@@ -163,7 +169,45 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     for part in _batches(db.lengths[candidates[order]], max(1, BATCH_CELLS // max(len(q), 1))):
         idx = order[part]
         codes, emb, lens = store.gather(db, candidates[idx])
+        if reverse:
+            back = reversal(lens)
+            codes, emb = codes[back], emb[back]
         out[idx] = ranking.scores(qr, codes, emb, lens)
+    return out, qr
+
+
+#: the reverse null (:mod:`homalign.search.reverse_null`) of the learned ranking: a candidate
+#: whose ranking value (the key law's E-value) is at most ``REVERSE_CHECK`` and whose reversed
+#: target scores above ``REVERSE_GATE`` units by Smith-Waterman (BLOSUM62 11/1: a likeness the
+#: learned score may share) is scored against its reversed target; the reversed score's excess
+#: over ``REVERSE_MARGIN`` units of the chance law is taken off its score (held-out train-fold
+#: queries and shuffled UniProt decoys, homalign.tuned)
+REVERSE_CHECK = 1.0
+REVERSE_GATE = 2.0
+REVERSE_MARGIN = 3.0
+_GATE_SW = ("BLOSUM62", 11.0, 1.0)
+
+
+def _reverse_corrected(ranking: Any, q: Sequence, db: SequenceDB, cand: np.ndarray,
+                       scores: np.ndarray, prepared: Any, key: EVDParams, law: EVDParams,
+                       n_res: int, n_seq: int) -> np.ndarray:
+    """``scores`` less the reverse null's excess (see :data:`REVERSE_CHECK`); the query side
+    ``prepared`` as :func:`_batched_scores` returned it."""
+    tlen = db.lengths[cand]
+    check = np.flatnonzero(db_evalues(scores, key, len(q), tlen, n_res, n_seq) <= REVERSE_CHECK)
+    if len(check):
+        codes, offsets = reversed_codes(db, cand[check])
+        matrix, gap_open, gap_extend = _GATE_SW
+        sw = sw_scores(q.codes, codes, offsets, np.arange(len(check)), matrix=matrix,
+                       gap_open=gap_open, gap_extend=gap_extend)
+        gate = karlin_altschul(matrix, gap_open, gap_extend)
+        check = check[ka_excess(sw, gate, len(q), tlen[check], REVERSE_GATE) > 0]
+    if len(check) == 0:
+        return scores
+    rev, _ = _batched_scores(ranking, q, None, db, cand[check], reverse=True, prepared=prepared)
+    mu, beta = location_scale(law, len(q), tlen[check])
+    out = scores.copy()
+    out[check] -= beta * np.maximum((rev - mu) / beta - REVERSE_MARGIN, 0.0)
     return out
 
 
@@ -192,7 +236,11 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
         lifted = tail.truncate(lifted, len(db))
     extra = np.setdiff1d(reach, cand)
     if len(extra):
-        xs = _batched_scores(ranking, q, qrep, db, extra)
+        xs, prepared = _batched_scores(ranking, q, qrep, db, extra)
+        law = get_method(method).chance_params
+        if law is not None:
+            xs = _reverse_corrected(ranking, q, db, extra, xs, prepared, params, law(),
+                                    db.total_length, len(db))
         xe = reported_evalues(db_evalues(xs, params, len(q), db.lengths[extra],
                                          db.total_length, len(db)), method, method, len(q), db)
         cand = np.concatenate((cand, extra))
@@ -365,7 +413,11 @@ def search(
     is_dp = m.prepare is not None and m.score is not None
     peer_alns: dict[int, Alignment] = {}
     if is_dp and ranking is not None:
-        scores = _batched_scores(ranking, q, query_rep, db, cand)
+        scores, prepared = _batched_scores(ranking, q, query_rep, db, cand)
+        if m.chance_params is not None and m.null_params is not None:
+            scores = _reverse_corrected(ranking, q, db, cand, scores, prepared,
+                                        params if params is not None else m.null_params(),
+                                        m.chance_params(), n_res, n_seq)
         qrep = query_rep
     elif is_dp and _is_fast_sw(m, query_rep, method_options):
         scores = sw_scores(q.codes, db.codes, db.offsets, cand, matrix=str(opts["matrix"]),

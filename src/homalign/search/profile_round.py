@@ -7,11 +7,12 @@ its positions vary. A learned search (``homalign.search(..., method="learned")``
 
 1. the learned search's own candidates (the database's best 80 by Smith-Waterman score) are
    searched with Smith-Waterman (BLOSUM62 11/1, as a first PSI-BLAST round), and those with
-   E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's inclusion threshold) form the query's MSA
-   (:func:`homalign.search.hits.msa_from_alignments`);
+   E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's inclusion threshold) after the reverse null
+   (:func:`reverse_excess`) form the query's MSA (:func:`homalign.search.hits.msa_from_alignments`);
 2. that MSA's PSSM, rounded to integers with uniform gaps as PSI-BLAST scores (the int8
    kernel's lanes), scores the learned candidates and the database's best
-   :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``);
+   :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``; the
+   reverse null for those with E <= :data:`REVERSE_CHECK`);
 3. the PSSM's best :data:`EXTRA_CANDIDATES` outside the learned candidates are scored by the
    learned ranking too;
 4. each target's value is the weighted geometric mean of its learned and PSSM E-values
@@ -45,6 +46,33 @@ EXTRA_CANDIDATES = 20
 #: weight of the learned ln E against the PSSM round's (0.4 and 0.7 ranked lower, held-out)
 WEIGHT = 0.5
 MATRIX, GAP_OPEN, GAP_EXTEND = "BLOSUM62", 11.0, 1.0
+#: the reverse null (:mod:`homalign.search.reverse_null`) against PSI-BLAST's drift on sequences
+#: of biased composition: each MSA member and each round hit with E <= ``REVERSE_CHECK`` is also
+#: scored against its target read backwards; the excess over ``REVERSE_MARGIN`` units raises its
+#: E-value as much, and an MSA member must still pass the inclusion E-value (held-out train-fold
+#: queries and shuffled UniProt decoys, homalign.tuned)
+REVERSE_CHECK = 1.0
+REVERSE_MARGIN = 5.0
+
+
+def reverse_excess(q: Sequence, db: Any, targets: np.ndarray, method: str, params: Any,
+                   **options: Any) -> np.ndarray:
+    """Per target: the reverse null's excess over :data:`REVERSE_MARGIN` of the query's
+    ``method`` score (Karlin-Altschul ``params``) against the target read backwards."""
+    import math
+
+    from homalign.search.engine import search
+    from homalign.search.reverse_null import ka_excess, reversed_database
+
+    targets = np.asarray(targets, dtype=np.int64)
+    if len(targets) == 0:
+        return np.zeros(0)
+    s = np.zeros(len(targets))
+    for h in search(q, reversed_database(db, targets), method=method, evalue=math.inf,
+                    max_hits=None, candidates=np.arange(len(targets)), traceback=False,
+                    params=params, **options):
+        s[h.target_index] = h.score
+    return ka_excess(s, params, len(q), db.lengths[targets], REVERSE_MARGIN)
 
 
 def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
@@ -56,22 +84,38 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
     from homalign.search.engine import best_by_sw, search
-    from homalign.search.hits import msa_from_alignments
+    from homalign.search.hits import msa_from_alignments, rank_hits
     from homalign.search.msa_build import hit_alignments
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
     # the MSA: Smith-Waterman hits (the 16-lane traceback), as a first PSI-BLAST round ranks
+    ka = karlin_altschul(MATRIX, GAP_OPEN, GAP_EXTEND)
+    gaps = {"matrix": MATRIX, "gap_open": GAP_OPEN, "gap_extend": GAP_EXTEND}
     inc = search(q, db, method="sw", evalue=INCLUSION_EVALUE, max_hits=None, candidates=cand,
-                 matrix=MATRIX, gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+                 **gaps)
+    if inc:
+        ex = reverse_excess(q, db, np.array([h.target_index for h in inc]), "sw", ka, **gaps)
+        inc = [h for h, x in zip(inc, ex, strict=True)
+               if h.evalue * math.exp(x) <= INCLUSION_EVALUE]
     msa = msa_from_alignments(q, hit_alignments(q, inc))
     rep = ProteinRep(q, source=Profile.from_msa(msa, pseudocounts="matrix", matrix=MATRIX),
                      blast_scores=True)
     wider = best_by_sw(q, db, np.arange(len(db), dtype=np.int64), PSSM_CANDIDATES)
-    return search(q, db, method="pssm", evalue=math.inf, max_hits=None,
+    hits = search(q, db, method="pssm", evalue=math.inf, max_hits=None,
                   candidates=np.union1d(wider, cand), traceback=False, query_rep=rep,
-                  params=karlin_altschul(MATRIX, GAP_OPEN, GAP_EXTEND), matrix=MATRIX,
-                  gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+                  params=ka, **gaps)
+    check = [n for n, h in enumerate(hits) if h.evalue <= REVERSE_CHECK]
+    if check:
+        ex = reverse_excess(q, db, np.array([hits[n].target_index for n in check]), "pssm", ka,
+                            query_rep=rep, **gaps)
+        for n, x in zip(check, ex, strict=True):
+            if x > 0:
+                h = hits[n]
+                hits[n] = type(h)(h.query_id, h.target_id, h.target_index, h.score,
+                                  h.bits - x / math.log(2), h.evalue * math.exp(x))
+        hits = rank_hits(hits)
+    return hits
 
 
 def wanted(method: str, options: Mapping[str, Any]) -> bool:
