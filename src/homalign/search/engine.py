@@ -39,7 +39,7 @@ from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.prefilter import best_n, exact_matches
 from homalign.search.prefilter import prefilter as run_prefilter
-from homalign.search.reverse_null import ka_excess, reversal, reversed_codes
+from homalign.search.reverse_null import reversal, sw_reverse_excess
 from homalign.search.sw_scores import is_every_target, sw_scores
 from homalign.search.tail_calibration import (
     bits_from_evalue,
@@ -48,7 +48,7 @@ from homalign.search.tail_calibration import (
 )
 from homalign.search.ungapped import ungapped_scores
 from homalign.sequence import Sequence, as_sequence
-from homalign.stats import EVDParams, bit_score, db_evalues, karlin_altschul, location_scale
+from homalign.stats import EVDParams, bit_score, db_evalues, location_scale
 
 MAX_QUERY_LENGTH = 40_000
 #: the learned ranking scores the database's best 80 targets by Smith-Waterman score (compiled,
@@ -196,12 +196,7 @@ def _reverse_corrected(ranking: Any, q: Sequence, db: SequenceDB, cand: np.ndarr
     tlen = db.lengths[cand]
     check = np.flatnonzero(db_evalues(scores, key, len(q), tlen, n_res, n_seq) <= REVERSE_CHECK)
     if len(check):
-        codes, offsets = reversed_codes(db, cand[check])
-        matrix, gap_open, gap_extend = _GATE_SW
-        sw = sw_scores(q.codes, codes, offsets, np.arange(len(check)), matrix=matrix,
-                       gap_open=gap_open, gap_extend=gap_extend)
-        gate = karlin_altschul(matrix, gap_open, gap_extend)
-        check = check[ka_excess(sw, gate, len(q), tlen[check], REVERSE_GATE) > 0]
+        check = check[sw_reverse_excess(q, db, cand[check], REVERSE_GATE, *_GATE_SW) > 0]
     if len(check) == 0:
         return scores
     rev, _ = _batched_scores(ranking, q, None, db, cand[check], reverse=True, prepared=prepared)

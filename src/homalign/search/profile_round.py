@@ -86,6 +86,7 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     from homalign.search.engine import best_by_sw, search
     from homalign.search.hits import msa_from_alignments, rank_hits
     from homalign.search.msa_build import hit_alignments
+    from homalign.search.reverse_null import sw_reverse_excess
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
@@ -95,7 +96,8 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     inc = search(q, db, method="sw", evalue=INCLUSION_EVALUE, max_hits=None, candidates=cand,
                  **gaps)
     if inc:
-        ex = reverse_excess(q, db, np.array([h.target_index for h in inc]), "sw", ka, **gaps)
+        ex = sw_reverse_excess(q, db, [h.target_index for h in inc], REVERSE_MARGIN, MATRIX,
+                               GAP_OPEN, GAP_EXTEND)
         inc = [h for h, x in zip(inc, ex, strict=True)
                if h.evalue * math.exp(x) <= INCLUSION_EVALUE]
     msa = msa_from_alignments(q, hit_alignments(q, inc))

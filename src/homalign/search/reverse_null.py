@@ -79,4 +79,23 @@ def ka_excess(scores: Any, params: Any, query_length: int, target_lengths: Any,
     return np.maximum(z - margin, 0.0)
 
 
-__all__ = ["ka_excess", "reversal", "reversed_codes", "reversed_database"]
+def sw_reverse_excess(query: Any, db: SequenceDB, targets: Any, margin: float,
+                      matrix: str = "BLOSUM62", gap_open: float = 11.0,
+                      gap_extend: float = 1.0) -> np.ndarray:
+    """Per target: the Smith-Waterman score of ``query`` (a :class:`homalign.sequence.Sequence`)
+    against the target read backwards, as its excess over ``margin`` (:func:`ka_excess`; the
+    compiled kernels of :func:`homalign.search.sw_scores.sw_scores`)."""
+    from homalign.search.sw_scores import sw_scores
+    from homalign.stats import karlin_altschul
+
+    t = np.asarray(targets, dtype=np.int64)
+    if len(t) == 0:
+        return np.zeros(0)
+    codes, offsets = reversed_codes(db, t)
+    s = sw_scores(query.codes, codes, offsets, np.arange(len(t)), matrix=matrix,
+                  gap_open=gap_open, gap_extend=gap_extend)
+    return ka_excess(s, karlin_altschul(matrix, gap_open, gap_extend), len(query),
+                     db.lengths[t], margin)
+
+
+__all__ = ["ka_excess", "reversal", "reversed_codes", "reversed_database", "sw_reverse_excess"]
