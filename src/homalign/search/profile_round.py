@@ -8,7 +8,8 @@ its positions vary. A learned search (``homalign.search(..., method="learned")``
 1. the learned search's own candidates (the database's best 80 by Smith-Waterman score) are
    searched with Smith-Waterman (BLOSUM62 11/1, as a first PSI-BLAST round), and those with
    E <= :data:`INCLUSION_EVALUE` (PSI-BLAST's inclusion threshold) after the reverse null
-   (:func:`reverse_excess`) form the query's MSA (:func:`homalign.search.hits.msa_from_alignments`);
+   (:mod:`homalign.search.reverse_null`) form the query's MSA
+   (:func:`homalign.search.hits.msa_from_alignments`);
 2. that MSA's PSSM, rounded to integers with uniform gaps as PSI-BLAST scores (the int8
    kernel's lanes), scores the learned candidates and the database's best
    :data:`PSSM_CANDIDATES` by Smith-Waterman score (Karlin-Altschul E-values, as ``pssm``; the
@@ -55,26 +56,6 @@ REVERSE_CHECK = 1.0
 REVERSE_MARGIN = 5.0
 
 
-def reverse_excess(q: Sequence, db: Any, targets: np.ndarray, method: str, params: Any,
-                   **options: Any) -> np.ndarray:
-    """Per target: the reverse null's excess over :data:`REVERSE_MARGIN` of the query's
-    ``method`` score (Karlin-Altschul ``params``) against the target read backwards."""
-    import math
-
-    from homalign.search.engine import search
-    from homalign.search.reverse_null import ka_excess, reversed_database
-
-    targets = np.asarray(targets, dtype=np.int64)
-    if len(targets) == 0:
-        return np.zeros(0)
-    s = np.zeros(len(targets))
-    for h in search(q, reversed_database(db, targets), method=method, evalue=math.inf,
-                    max_hits=None, candidates=np.arange(len(targets)), traceback=False,
-                    params=params, **options):
-        s[h.target_index] = h.score
-    return ka_excess(s, params, len(q), db.lengths[targets], REVERSE_MARGIN)
-
-
 def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     """The hits (no alignments; best first) of the query's one-round PSSM over ``cand`` (the
     learned search's candidates) and the database's best :data:`PSSM_CANDIDATES` by
@@ -86,7 +67,7 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     from homalign.search.engine import best_by_sw, search
     from homalign.search.hits import msa_from_alignments, rank_hits
     from homalign.search.msa_build import hit_alignments
-    from homalign.search.reverse_null import sw_reverse_excess
+    from homalign.search.reverse_null import reverse_excess, sw_reverse_excess
     from homalign.stats import karlin_altschul
 
     cand = np.asarray(cand, dtype=np.int64)
@@ -109,8 +90,8 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
                   params=ka, **gaps)
     check = [n for n, h in enumerate(hits) if h.evalue <= REVERSE_CHECK]
     if check:
-        ex = reverse_excess(q, db, np.array([hits[n].target_index for n in check]), "pssm", ka,
-                            query_rep=rep, **gaps)
+        ex = reverse_excess(q, db, np.array([hits[n].target_index for n in check]),
+                            REVERSE_MARGIN, "pssm", ka, query_rep=rep, **gaps)
         for n, x in zip(check, ex, strict=True):
             if x > 0:
                 h = hits[n]

@@ -79,6 +79,26 @@ def ka_excess(scores: Any, params: Any, query_length: int, target_lengths: Any,
     return np.maximum(z - margin, 0.0)
 
 
+def reverse_excess(query: Any, db: SequenceDB, targets: Any, margin: float, method: str,
+                   params: Any, **options: Any) -> np.ndarray:
+    """Per target: the query's ``method`` score (Karlin-Altschul ``params``; ``options`` as
+    :func:`homalign.search.engine.search` takes them, e.g. a PSSM's ``query_rep``) against the
+    target read backwards, as its excess over ``margin`` (:func:`ka_excess`)."""
+    import math
+
+    from homalign.search.engine import search
+
+    t = np.asarray(targets, dtype=np.int64)
+    if len(t) == 0:
+        return np.zeros(0)
+    s = np.zeros(len(t))
+    for h in search(query, reversed_database(db, t), method=method, evalue=math.inf,
+                    max_hits=None, candidates=np.arange(len(t)), traceback=False,
+                    params=params, **options):
+        s[h.target_index] = h.score
+    return ka_excess(s, params, len(query), db.lengths[t], margin)
+
+
 def sw_reverse_excess(query: Any, db: SequenceDB, targets: Any, margin: float,
                       matrix: str = "BLOSUM62", gap_open: float = 11.0,
                       gap_extend: float = 1.0) -> np.ndarray:
@@ -98,4 +118,5 @@ def sw_reverse_excess(query: Any, db: SequenceDB, targets: Any, margin: float,
                      db.lengths[t], margin)
 
 
-__all__ = ["ka_excess", "reversal", "reversed_codes", "reversed_database", "sw_reverse_excess"]
+__all__ = ["ka_excess", "reversal", "reverse_excess", "reversed_codes", "reversed_database",
+           "sw_reverse_excess"]
