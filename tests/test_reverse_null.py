@@ -115,12 +115,13 @@ def test_the_round_excess_is_zero_for_homologues_and_large_for_a_biased_pair() -
     ka = karlin_altschul("BLOSUM62", 11.0, 1.0)
     gaps = {"matrix": "BLOSUM62", "gap_open": 11.0, "gap_extend": 1.0}
     members = np.arange(len(fam) - 1)
-    assert (reverse_null.reverse_excess(fam[0], db, members, 5.0, "sw", ka, **gaps) == 0).all()
+    excess = reverse_null.reverse_excess
+    assert (excess(engine.search, fam[0], db, members, 5.0, "sw", ka, **gaps) == 0).all()
     biased = np.array([len(fam) - 1])
-    assert reverse_null.reverse_excess(biased_q, db, biased, 5.0, "sw", ka, **gaps)[0] > 1.0
+    assert excess(engine.search, biased_q, db, biased, 5.0, "sw", ka, **gaps)[0] > 1.0
     # the compiled helper the learned gate and the round's MSA use: the same excess
     every = np.arange(len(db))
     for query in (fam[0], biased_q):
-        np.testing.assert_allclose(
-            reverse_null.sw_reverse_excess(query, db, every, 5.0),
-            reverse_null.reverse_excess(query, db, every, 5.0, "sw", ka, **gaps), rtol=1e-9)
+        np.testing.assert_allclose(reverse_null.sw_reverse_excess(query, db, every, 5.0),
+                                   excess(engine.search, query, db, every, 5.0, "sw", ka, **gaps),
+                                   rtol=1e-9)

@@ -90,7 +90,7 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
                   params=ka, **gaps)
     check = [n for n, h in enumerate(hits) if h.evalue <= REVERSE_CHECK]
     if check:
-        ex = reverse_excess(q, db, np.array([hits[n].target_index for n in check]),
+        ex = reverse_excess(search, q, db, np.array([hits[n].target_index for n in check]),
                             REVERSE_MARGIN, "pssm", ka, query_rep=rep, **gaps)
         for n, x in zip(check, ex, strict=True):
             if x > 0:

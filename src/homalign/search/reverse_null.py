@@ -79,14 +79,13 @@ def ka_excess(scores: Any, params: Any, query_length: int, target_lengths: Any,
     return np.maximum(z - margin, 0.0)
 
 
-def reverse_excess(query: Any, db: SequenceDB, targets: Any, margin: float, method: str,
-                   params: Any, **options: Any) -> np.ndarray:
-    """Per target: the query's ``method`` score (Karlin-Altschul ``params``; ``options`` as
-    :func:`homalign.search.engine.search` takes them, e.g. a PSSM's ``query_rep``) against the
-    target read backwards, as its excess over ``margin`` (:func:`ka_excess`)."""
+def reverse_excess(search: Any, query: Any, db: SequenceDB, targets: Any, margin: float,
+                   method: str, params: Any, **options: Any) -> np.ndarray:
+    """Per target: the query's ``method`` score (Karlin-Altschul ``params``) against the target
+    read backwards, as its excess over ``margin`` (:func:`ka_excess`). ``search``:
+    :func:`homalign.search.engine.search` (which imports this module), ``options`` as it takes
+    them, e.g. a PSSM's ``query_rep``."""
     import math
-
-    from homalign.search.engine import search
 
     t = np.asarray(targets, dtype=np.int64)
     if len(t) == 0:
