@@ -383,7 +383,8 @@ def search(
     chance hits over its lengths, then the shipped tail calibration) and BLAST's bits of them;
     False gives the null law's values (what a fused ranking combines); ``neighbours``: with a database that has neighbour lists
     (``homalign makedb --neighbours``), the learned search also reaches targets through its
-    hits (:func:`_through_neighbours`); False: direct scores only.
+    hits (:func:`_through_neighbours`); False: direct scores only. A learned score of a strong
+    candidate is net of the reverse null (:func:`_reverse_corrected`).
     """
     if evalue <= 0:
         raise ValueError(f"evalue must be positive, got {evalue}")

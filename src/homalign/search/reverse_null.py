@@ -33,7 +33,8 @@ from homalign.search.database import SequenceDB
 
 
 def reversal(lengths: Any) -> np.ndarray:
-    """The index that reads each of sequences packed back to back (``lengths``) backwards.
+    """The index that reads each of several sequences packed back to back (``lengths``)
+    backwards.
 
     >>> reversal([3, 2]).tolist()
     [2, 1, 0, 4, 3]
