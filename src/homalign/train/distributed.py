@@ -60,9 +60,13 @@ def init_from_env(backend: str | None = None, timeout_secs: float = 300.0) -> bo
     return True
 
 
-def shutdown() -> None:
-    """Destroy the process group if one exists."""
+def shutdown(barrier: bool = False) -> None:
+    """Destroy the process group if one exists; with ``barrier``, once every rank has come
+    here (a rank that closes its connections while a peer still finishes its own teardown can
+    abort that peer). Not after a failure: the peers may never come."""
     if is_initialized():
+        if barrier:
+            dist.barrier()
         dist.destroy_process_group()
 
 

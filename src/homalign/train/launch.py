@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import hashlib
 import json
 import logging
@@ -228,6 +229,8 @@ def train_from_config(
     started = time.monotonic()
     owns_group = not distributed.is_initialized() and distributed.init_from_env()
     evaluator: ContinuousEvaluator | None = None
+    net: Any = None
+    finished = False
     try:
         seed_everything(config.seed)
         task = build_task(config)
@@ -326,12 +329,17 @@ def train_from_config(
             path = Path(f"{report}.rank{result.rank}.json")
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, json.dumps(asdict(result), indent=1).encode())
+        finished = True
         return result
     finally:
         if evaluator is not None:
             evaluator.close()
         if owns_group:
-            distributed.shutdown()
+            # DDP holds the process group and its work; free it (its hooks form cycles) while
+            # the interpreter is whole, not at exit, where gloo's threads can abort the process
+            net = None
+            gc.collect()
+            distributed.shutdown(barrier=finished)
 
 
 def build_parser() -> argparse.ArgumentParser:
