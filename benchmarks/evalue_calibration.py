@@ -150,6 +150,7 @@ def main() -> None:
     if args.apply and tail is None:
         raise SystemExit(f"no shipped calibration for {args.apply!r}")
     undo = calibration_for(args.fit or args.fit_truncation or "")
+    lists = {}
     for path in args.hits:
         hits = read_hits(path)
         if undo is not None and undo.truncation:  # lists made with it: back to the power law
@@ -158,13 +159,17 @@ def main() -> None:
         if tail is not None:
             hits = {q: list(zip([t for t, _ in v], tail.evalues([e for _, e in v], n_db),
                                 strict=True)) for q, v in hits.items()}
+        lists[path] = hits
         other, same = chance_counts(hits, queries, labels)
         counts[path] = other
         print(f"| {path.name} | " + " | ".join(
             f"{o / len(queries):.3g} / {s / len(queries):.3g}" for o, s in
             zip(other, same, strict=True)) + " |")
     if args.fit_truncation is not None:
-        fit_truncation_of(args.fit_truncation, args.hits, queries, labels, n_db, args.source)
+        if len(args.hits) != 1:
+            raise SystemExit("--fit-truncation takes one --hits file")
+        fit_truncation_of(args.fit_truncation, lists[args.hits[0]], args.hits[0].name, queries,
+                          labels, n_db, args.source)
         return
     if args.fit is None:
         return
@@ -192,27 +197,24 @@ def main() -> None:
     print("| fitted per query | " + " | ".join(f"{v:.3g}" for v in pred) + " |")
 
 
-def fit_truncation_of(name: str, paths: list[Path], queries: list[str], labels: dict,
-                      n_db: int, source: str = "") -> None:
-    """Fit ranking ``name``'s truncation on one hit list made with its shipped calibration and
-    store it beside its power law."""
+def fit_truncation_of(name: str, hits: dict[str, list[tuple[str, float]]], list_name: str,
+                      queries: list[str], labels: dict, n_db: int, source: str = "") -> None:
+    """Fit ranking ``name``'s truncation on one hit list (its E-values before the shipped
+    truncation, as ``main`` undoes it) and store it beside its power law."""
     from homalign.search.engine import LEARNED_RESCORE
 
-    if len(paths) != 1:
-        raise SystemExit("--fit-truncation takes one --hits file")
     shipped = calibration_for(name)
     if shipped is None:
         raise SystemExit(f"no shipped calibration for {name!r}")
-    hits = read_hits(paths[0])
     qs = set(queries)
-    other = [shipped.undo_truncation([e], n_db)[0] for q, v in hits.items() if q in qs
+    other = [e for q, v in hits.items() if q in qs
              for t, e in v if t != q and t in labels and labels[t].fold != labels[q].fold]
     k = fit_truncation(other, len(queries))
     cal = shipped.with_truncation(k, n_db, LEARNED_RESCORE) if k else shipped
     table = json.loads(TABLE.read_text())
     table[name].update(truncation=k, truncation_db=n_db, candidates=LEARNED_RESCORE,
                        truncation_source=source or f"python benchmarks/evalue_calibration.py "
-                       f"--hits {paths[0].name} --fit-truncation {name} on {len(queries)} queries")
+                       f"--hits {list_name} --fit-truncation {name} on {len(queries)} queries")
     TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     e = np.sort(np.asarray(other))
     after = cal.truncate(e, n_db) if k else e

@@ -30,6 +30,8 @@ from homalign.errors import InputError
 NEIGHBOURS_JSON = "neighbours.json"
 FORMAT = "homalign-learned-neighbours"
 VERSION = 1
+
+
 def evalue_scale() -> str:
     """A fingerprint of what turns a learned score into a reported E-value: the ranking's null
     laws (beside its weights, so not in the weights' fingerprint) and its tail calibrations.
@@ -41,7 +43,8 @@ def evalue_scale() -> str:
 
     m = get_method("learned")
     laws = [f() if f is not None else None for f in (m.null_params, m.chance_params)]
-    cals = [calibration_for(r) for r in ("learned", "learned+profile")]
+    cals = [None if c is None else (c.A, c.b, c.truncation, c.truncation_db, c.candidates)
+            for c in map(calibration_for, ("learned", "learned+profile"))]  # numbers, no prose
     return hashlib.sha256(repr((laws, cals)).encode()).hexdigest()[:16]
 
 

@@ -61,6 +61,7 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
     learned search's candidates) and the database's best :data:`PSSM_CANDIDATES` by
     Smith-Waterman score."""
     import math
+    from dataclasses import replace
 
     from homalign.methods.profile import ProteinRep
     from homalign.profile.profile import Profile
@@ -93,10 +94,9 @@ def pssm_round(q: Sequence, db: Any, cand: np.ndarray) -> list:
         ex = reverse_excess(search, q, db, np.array([hits[n].target_index for n in check]),
                             REVERSE_MARGIN, "pssm", ka, query_rep=rep, **gaps)
         for n, x in zip(check, ex, strict=True):
-            if x > 0:
-                h = hits[n]
-                hits[n] = type(h)(h.query_id, h.target_id, h.target_index, h.score,
-                                  h.bits - x / math.log(2), h.evalue * math.exp(x))
+            if x > 0:  # E grows by e per unit, the bits fall by as much
+                hits[n] = replace(hits[n], bits=hits[n].bits - x / math.log(2),
+                                  evalue=hits[n].evalue * math.exp(x))
         hits = rank_hits(hits)
     return hits
 
