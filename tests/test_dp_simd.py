@@ -59,6 +59,34 @@ def test_lane_kernel_with_extreme_and_hopeless_cells() -> None:
     assert np.all(np.isfinite(got))
 
 
+def test_lane_kernel_through_subnormal_tails_and_leaves_no_flush_mode_behind() -> None:
+    """Long targets of hopeless cells with one strong diagonal and costly gaps: the gap chains
+    and cells away from the diagonal fall below float32's normal range in their row's units,
+    which the kernel flushes to zero. Scores agree with the float64 log-space reference, and
+    the calling thread's arithmetic keeps its subnormals afterwards (the flags are restored)."""
+    from homalign.dp import GapCosts
+    from homalign.dp.posterior import log_partition
+
+    rng = np.random.default_rng(11)
+    lq, lts = 160, np.array([150, 170, 90, 200])
+    X, starts, _, qo, qe, to, te, codes, R = _batch(rng, lq, lts, sd=0.5)
+    X *= np.float32(1e-12)  # hopeless cells everywhere ...
+    for k, lt in enumerate(lts):
+        for i in range(min(lq, lt) - 20):  # ... but one strong diagonal a target
+            X[i, starts[k] + i + 10] = np.float32(np.exp(1.5))
+    qo, qe, to, te = qo + 3.0, qe + 1.0, to + 3.0, te + 1.0  # gap chains decay fast
+    got = local_forward_batch(X, starts, lts, qo, qe, to, te, codes, R)
+    for k, lt in enumerate(lts):
+        a = starts[k]
+        S = np.log(X[:, a:a + lt].astype(np.float64) * R[:, codes[a:a + lt]])
+        g = GapCosts.from_vectors(lq, int(lt), q_ins_open=qo, q_ins_ext=qe,
+                                  t_del_open=to[a:a + lt], t_del_ext=te[a:a + lt])
+        want = log_partition(S, g, mode="local", method="log")
+        assert got[k] == pytest.approx(want, rel=1e-5)
+    tiny = np.float32(1e-38) * np.float32(1e-3)  # a subnormal result in this thread
+    assert tiny > 0.0 and np.float32(1e-40) > 0.0
+
+
 @pytest.mark.parametrize("hi", [35, 150])
 def test_lane_kernel_scores_do_not_depend_on_batch_or_threads(hi: int) -> None:
     rng = np.random.default_rng(3)

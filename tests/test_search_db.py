@@ -48,6 +48,28 @@ def test_makedb_round_trip(fasta: Path, tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db", "db.fa"]
 
 
+def test_a_database_given_by_path_is_opened_once_until_it_changes(fasta: Path, tmp_path: Path):
+    """Searches given a path share one open database (its memory map and caches); a rebuilt
+    database, or an edited FASTA file, is read anew, never served stale."""
+    out = makedb(fasta, tmp_path / "db")
+    first = database_module.cached_database(out)
+    assert database_module.cached_database(str(out)) is first
+    assert database_module.cached_database(fasta) is database_module.cached_database(fasta)
+    q = SequenceDB.from_fasta(fasta).sequence(3)
+    hits = [(h.target_id, h.score, h.evalue) for h in search(q, str(out))]
+    assert hits == [(h.target_id, h.score, h.evalue) for h in search(q, first)]
+    smaller = write_fasta(tmp_path / "small.fa", [("only", q.residues)])
+    makedb(smaller, out, overwrite=True)
+    rebuilt = database_module.cached_database(out)
+    assert rebuilt is not first and rebuilt.ids == ["only"]
+    assert [h.target_id for h in search(q, str(out))] == ["only"]
+    before = database_module.cached_database(fasta)
+    write_fasta(fasta, [("edited", q.residues)])
+    assert database_module.cached_database(fasta).ids == ["edited"] != before.ids
+    with pytest.raises(InputError, match="no such file"):
+        database_module.cached_database(tmp_path / "missing.fa")
+
+
 def test_makedb_refuses_to_overwrite_unless_asked(fasta: Path, tmp_path: Path):
     out = makedb(fasta, tmp_path / "db")
     with pytest.raises(InputError, match="exists"):

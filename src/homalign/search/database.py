@@ -457,3 +457,34 @@ def open_database(path: str | Path) -> SequenceDB:
     if path.is_dir():
         return SequenceDB.load(path)
     return SequenceDB.from_fasta(path)
+
+
+#: databases :func:`cached_database` keeps open, the most recently used last
+_OPEN: dict[tuple[str, tuple[int, int, int]], SequenceDB] = {}
+_OPEN_MAX = 4
+_OPEN_LOCK = threading.Lock()
+
+
+def cached_database(path: str | Path) -> SequenceDB:
+    """:func:`open_database` of ``path``, opened once per process while its files stay the
+    same (a makedb directory's manifest, or the FASTA file: inode, size and modification time),
+    so that searches given a path one query at a time share one memory map, its int8 layout and
+    its stored embeddings (a learned search re-opened per call: ~10 ms a query). The last
+    :data:`_OPEN_MAX` are kept; a rebuilt database is opened anew."""
+    p = Path(path).resolve()
+    try:
+        st = (p / MANIFEST if p.is_dir() else p).stat()
+    except OSError:
+        return open_database(path)  # its own error, naming the path
+    key = (str(p), (st.st_ino, st.st_size, st.st_mtime_ns))
+    with _OPEN_LOCK:
+        db = _OPEN.pop(key, None)
+        if db is not None:
+            _OPEN[key] = db
+            return db
+    db = open_database(path)
+    with _OPEN_LOCK:
+        _OPEN[key] = db
+        while len(_OPEN) > _OPEN_MAX:
+            del _OPEN[next(iter(_OPEN))]
+    return db

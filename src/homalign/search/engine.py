@@ -35,7 +35,7 @@ from homalign.errors import InputError
 from homalign.methods import Method, get_method
 from homalign.score.pair_scores import score_values
 from homalign.search.calibration import evd_params
-from homalign.search.database import SequenceDB, open_database
+from homalign.search.database import SequenceDB, cached_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.prefilter import best_n, exact_matches
 from homalign.search.prefilter import prefilter as run_prefilter
@@ -390,7 +390,7 @@ def search(
         raise ValueError(f"evalue must be positive, got {evalue}")
     q = check_query(query, max_query_length)
     if not isinstance(db, SequenceDB):
-        db = open_database(db)
+        db = cached_database(db)
     m = get_method(method)
     reason = m.available()
     if reason is not None:

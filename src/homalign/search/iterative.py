@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from homalign.profile.profile import Profile
+from homalign.search.database import cached_database
 from homalign.search.msa_build import (
     DEFAULT_INCLUSION_EVALUE,
     DEFAULT_MAX_CANDIDATES,
     build_msa,
-    cached_database,
 )
 from homalign.sequence import Sequence
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 from homalign.alignment import Alignment
 from homalign.paths import cache_root
 from homalign.profile.profile import Profile
+from homalign.search.database import cached_database
 from homalign.search.hits import msa_from_alignments
 from homalign.sequence import Sequence
 
@@ -49,14 +49,6 @@ def hit_alignments(query: Sequence, hits: list) -> list[Alignment]:
     not empty."""
     return [h.alignment for h in hits
             if h.alignment is not None and h.target_id != query.id and h.alignment.length]
-
-
-@lru_cache(maxsize=4)
-def cached_database(path: str):
-    """The database at ``path`` (FASTA or makedb directory), opened once per process."""
-    from homalign.search.database import open_database
-
-    return open_database(path)
 
 
 def build_msa(
@@ -156,5 +148,5 @@ def cached_msa(query: Sequence, db: str | Path, iterations: int = 3, *,
 __all__ = [
     "DEFAULT_INCLUSION_EVALUE", "DEFAULT_MAX_CANDIDATES", "DEFAULT_MAX_HITS", "build_msa",
     "hit_alignments",
-    "cache_dir", "cache_key", "cached_database", "cached_msa", "cached_msa_file", "cached_msa_path",
+    "cache_dir", "cache_key", "cached_msa", "cached_msa_file", "cached_msa_path",
 ]

@@ -71,7 +71,8 @@ def _write_manifest(outdir: Path, settings: dict[str, Any]) -> None:
 def _build_part(args: tuple) -> int:
     """Worker: MSAs of sequences ``part, part + jobs, ...`` missing from ``outdir``."""
     from homalign.io import write_a3m
-    from homalign.search.msa_build import build_msa, cached_database
+    from homalign.search.database import cached_database
+    from homalign.search.msa_build import build_msa
 
     db_path, outdir, part, jobs, iterations, inclusion, max_candidates, progress = args
     if progress is None:  # a pool worker: its progress queue came with the initializer
@@ -99,7 +100,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
                  progress: bool = True) -> Path:
     """Write ``OUTDIR/<id>.a3m`` for every sequence of ``db`` (FASTA or makedb directory) that
     lacks one (see the module docstring); returns ``OUTDIR``."""
-    from homalign.search.msa_build import cached_database
+    from homalign.search.database import cached_database
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")

@@ -147,7 +147,7 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
     import math
 
     from homalign.methods import get_method
-    from homalign.search.database import SequenceDB, open_database
+    from homalign.search.database import SequenceDB, cached_database
     from homalign.search.engine import (
         MAX_QUERY_LENGTH,
         SEARCH_KEYWORDS,
@@ -163,7 +163,7 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
         raise ValueError(f"evalue must be positive, got {evalue}")
     q = check_query(query, MAX_QUERY_LENGTH if max_query_length is None else max_query_length)
     if not isinstance(db, SequenceDB):
-        db = open_database(db)
+        db = cached_database(db)
     cand = candidates_of(q, db, method, prefilter=prefilter, prefilter_options=prefilter_options,
                          rescore=rescore, method_options=method_options)
     if len(cand) == 0:
