@@ -1,5 +1,5 @@
 """The aligner's closed-form inference scores (homalign.model.inference) against the torch
-scorer that training runs, for one aligner, a fused ensemble and a query profile."""
+scorer that training runs, for one aligner and a fused ensemble."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import torch
 
 from homalign.model import AlignerConfig, AlignerModel
 from homalign.model.aligner import EnsembleAligner, _mean_scores
-from homalign.model.encoder import PAD
 
 GAP_FIELDS = ("q_ins_open", "q_ins_ext", "t_ins_open", "t_ins_ext",
               "t_del_open", "t_del_ext", "q_del_open", "q_del_ext")
@@ -28,31 +27,30 @@ def _codes(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 20, n).astype(np.int8)
 
 
-def _torch_pair(model, q: np.ndarray, t: np.ndarray, profile=None):
+def _torch_pair(model, q: np.ndarray, t: np.ndarray):
     """(S, SoftGaps) of the torch scorers (the training path) for one pair."""
     cq = torch.as_tensor(q.astype(np.int64))[None]
     ct = torch.as_tensor(t.astype(np.int64))[None]
-    prof = None if profile is None else torch.as_tensor(profile, dtype=torch.float32)[None]
     members = model.members if isinstance(model, EnsembleAligner) else [model]
     with torch.no_grad():
-        outs = [m.scorer(cq, m.encoder(cq), ct, m.encoder(ct), prof) for m in members]
+        outs = [m.scorer(cq, m.encoder(cq), ct, m.encoder(ct)) for m in members]
     return _mean_scores(outs)
 
 
-def _check(model, q, targets, profile=None) -> None:
+def _check(model, q, targets) -> None:
     e_q = model.embed(q)
     embs = model.embed_many(targets)
-    got = model.score_many(q, e_q, targets, embs, profile)
+    got = model.score_many(q, e_q, targets, embs)
     assert len(got) == len(targets)
     for t, (S, gaps) in zip(targets, got, strict=True):
-        S_ref, g_ref = _torch_pair(model, q, t, profile)
+        S_ref, g_ref = _torch_pair(model, q, t)
         assert S.dtype == np.float32 and S.shape == (len(q), len(t))
         np.testing.assert_allclose(S, S_ref[0].numpy(), rtol=1e-5, atol=1e-5)
         ref = g_ref.to_numpy(0, len(q), len(t))
         for name in GAP_FIELDS:
             np.testing.assert_allclose(getattr(gaps, name), ref[name], rtol=1e-5, atol=1e-6)
         # one pair alone is the same computation
-        S1, _ = model.score_embedded(q, e_q, t, model.embed(t), profile)
+        S1, _ = model.score_embedded(q, e_q, t, model.embed(t))
         np.testing.assert_allclose(S1, S, rtol=1e-6, atol=1e-6)
 
 
@@ -64,15 +62,6 @@ def test_closed_form_equals_the_members_mean_for_an_ensemble() -> None:
     ens = EnsembleAligner([_model(1, 8), _model(2, 6), _model(3, 8)])
     assert ens.closed_form() is not None
     _check(ens, _codes(19, 5), [_codes(40, 6), _codes(2, 7)])
-
-
-def test_closed_form_with_a_query_profile() -> None:
-    model = _model(4)
-    q = _codes(12, 8)
-    rng = np.random.default_rng(9)
-    prof = rng.random((12, PAD + 1)).astype(np.float32)
-    prof /= prof.sum(axis=1, keepdims=True)
-    _check(model, q, [_codes(15, 10)], prof)
 
 
 def test_closed_form_follows_weight_changes() -> None:

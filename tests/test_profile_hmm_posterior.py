@@ -34,7 +34,6 @@ def _vectors(gaps) -> dict[str, np.ndarray]:
     return {n: np.asarray(getattr(gaps, n)) for n in names}
 
 
-
 def test_an_hmm_makes_its_weighted_gap_half_once():
     """``pair_gap_costs`` reads each HMM's weighted half (``side_costs``): made on first use per
     weight, the same object afterwards, equal to :func:`hmm_gap_vectors` times the weight."""

@@ -59,7 +59,6 @@ def test_hhsearch_column_score():
     np.testing.assert_allclose(hhsearch_scores(bgm, bgm, BACKGROUND), 0.0, atol=1e-6)
 
 
-
 def test_hhsearch_scores_equal_the_float64_formula_on_long_profiles():
     """The float32 scores (one BLAS product, then log2) against numpy's float64 on shapes past
     one vector of lanes, with scale and shift."""

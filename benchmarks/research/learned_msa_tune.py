@@ -2,19 +2,16 @@
 
     python benchmarks/research/learned_msa_tune.py --queries 40 --heldout --out runs/lm.json
 
-For train-fold SCOPe queries (never the dev queries) against the trainval database, four rankings
-of the same targets:
+For train-fold SCOPe queries (never the dev queries) against the trainval database, rankings of
+the same targets:
 
 1. ``learned``: the learned search;
 2. ``pssm-N``: homalign's own PSI-BLAST-class search — :func:`homalign.search.msa_build.build_msa`
    for ``--iterations - 1`` rounds, then the whole prefilter list ranked by the last profile
    (what ``psiblast -num_iterations N`` reports);
-3. ``learned-msa``: the learned search with a *learned profile* of that MSA's members
-   (:func:`homalign.methods.learned.profile_rep`), over the prefilter candidates of the query and
-   of its best members;
-4. fusions of the E-values by :func:`homalign.search.fuse_hits` (``w ln E_a + (1 - w) ln E_b``)
+3. fusions of the E-values by :func:`homalign.search.fuse_hits` (``w ln E_a + (1 - w) ln E_b``)
    for several ``w``, and learned + pssm with ``w`` set by whether the query's MSA has members;
-5. with ``--exhaustive``: the learned search without the prefilter (every database target).
+4. with ``--exhaustive``: the learned search without the prefilter (every database target).
 
 ``--inclusion`` and ``--max-candidates`` set ``build_msa``'s inclusion E-value and prefilter
 targets per round (non-default settings are cached under their own key). Every hit list is
@@ -37,11 +34,9 @@ from homalign.evaluate.homology import (
     train_fold_tuning_set,
 )
 from homalign.methods import get_method
-from homalign.methods.learned import profile_rep
 from homalign.search import Hit, fuse_hits, search
 from homalign.search.database import SequenceDB
 from homalign.search.engine import TargetReps
-from homalign.search.prefilter import prefilter
 
 
 def msa_member_pairs(msa, db: SequenceDB) -> list[tuple[str, np.ndarray]]:
@@ -88,10 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-candidates", type=int, default=300)
     ap.add_argument("--exhaustive", action="store_true",
                     help="also the learned search over every database target (slow)")
-    ap.add_argument("--k", type=int, default=50, help="MSA members in the learned profile")
-    ap.add_argument("--query-weight", type=float, default=0.5)
-    ap.add_argument("--cand-members", type=int, default=3)
-    ap.add_argument("--no-learned-msa", action="store_true")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     from homalign.methods.profile import ProteinRep
@@ -105,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     setting = (args.iterations, args.inclusion, args.max_candidates)
     suffix = "" if setting == (3, 1e-3, 300) else "@{},{:g},{}".format(*setting)
     pssm_key, members_key = "pssm" + suffix, "members" + suffix
-    for key in ("learned", pssm_key, "learned-msa", members_key, "learned-exhaustive"):
+    for key in ("learned", pssm_key, members_key, "learned-exhaustive"):
         cache.setdefault(key, {})
     db = SequenceDB.from_fasta(fasta)
     m = get_method("learned")
@@ -132,17 +123,6 @@ def main(argv: list[str] | None = None) -> int:
             hs = search(qseq, db, "learned", evalue=1e9, max_hits=3000, prefilter=False,
                         traceback=False, target_reps=reps)
             cache["learned-exhaustive"][q] = [(h.target_id, h.evalue) for h in hs]
-        if q not in cache["learned-msa"] and not args.no_learned_msa and not suffix:
-            mem = [(t, np.asarray(p)) for t, p in cache["members"][q] if t != q][: args.k]
-            qrep = reps.get(qi)
-            prof = profile_rep(qrep, [(reps.get(db.index_of(t)), p) for t, p in mem],
-                               query_weight=args.query_weight)
-            cand = [prefilter(qseq.codes, db)]
-            cand += [prefilter(db.codes_of(db.index_of(t)), db) for t, _ in mem[: args.cand_members]]
-            cand = np.unique(np.concatenate(cand))
-            hs = search(qseq, db, "learned", evalue=1e9, max_hits=2000, traceback=False,
-                        target_reps=reps, query_rep=prof, candidates=cand)
-            cache["learned-msa"][q] = [(h.target_id, h.evalue) for h in hs]
         args.out.write_text(json.dumps(cache))
         print(f"{n + 1}/{len(queries)} {q} members {len(cache[members_key][q])} "
               f"{time.time() - t0:.0f}s", file=sys.stderr, flush=True)
@@ -151,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         v = mean_sensitivity({q: query_sensitivity(q, ranks[q], index) for q in queries})
         print(f"{name:28s} " + " ".join(f"{lv}={x:.3f}" for lv, x in v.items()), flush=True)
 
-    lists = {k: cache[k] for k in ("learned", pssm_key, "learned-msa", "learned-exhaustive")
+    lists = {k: cache[k] for k in ("learned", pssm_key, "learned-exhaustive")
              if all(q in cache[k] for q in queries)}
     for k, v in lists.items():
         report(k, {q: [t for t, _ in sorted(v[q], key=lambda x: x[1]) if t != q] for q in queries})

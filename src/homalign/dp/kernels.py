@@ -502,7 +502,6 @@ def score_integral(S, go_i, ge_i, go_d, ge_d, mode):  # noqa: ANN001, ANN201
     return best, True
 
 
-
 @njit(cache=True, nogil=True)
 def score_general(S, qio, qie, tio, tie, tdo, tde, qdo, qde, mode):  # noqa: ANN001, ANN201
     """Score-only Gotoh for position-specific costs whose eight vectors are all >= 0.

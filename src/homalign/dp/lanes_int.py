@@ -121,14 +121,6 @@ _vload = partial(vload, lanes=LANES16, align=2)
 _vstore = partial(vstore, align=2)
 
 
-
-
-
-
-
-
-
-
 def _fn(builder, name, nargs, vt=_V):  # noqa: ANN001, ANN202
     """The LLVM intrinsic ``name`` on ``vt`` operands (default <32 x i16>)."""
     return cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * nargs),

@@ -172,12 +172,6 @@ def _iv(x: int) -> ir.Constant:
     return ir.Constant(_VI, [int(x)] * LANES)
 
 
-
-
-
-
-
-
 def _i(x: int) -> ir.Constant:
     return ir.Constant(_i64, x)
 
@@ -190,8 +184,6 @@ def _lane_masks(builder, lp, start):  # noqa: ANN001, ANN202
     undef = ir.Constant(_VI, ir.Undefined)
     return [builder.icmp_signed("<", iota, builder.shuffle_vector(
         rem, undef, ir.Constant(_VI, [u] * LANES))) for u in range(LANES)]
-
-
 
 
 def _load_columns(builder, ap, lp, start):  # noqa: ANN001, ANN202
@@ -224,8 +216,6 @@ def _ir_exp(builder, x):  # noqa: ANN001, ANN202
     k = b.sub(b.bitcast(t, _VI), _iv(int(_SHIFT_BITS) - 127))  # n + 127, in [1, 254]
     e = b.fmul(p, b.bitcast(b.shl(k, _iv(23)), _V))  # p * 2**n
     return b.select(b.fcmp_ordered(">=", x, _fv(_LO)), e, _fv(0.0))
-
-
 
 
 @intrinsic

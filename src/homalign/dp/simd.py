@@ -62,7 +62,6 @@ _VB = ir.VectorType(ir.IntType(1), _N)
 V16F, V16I, V16B = _V, _VI, _VB
 
 
-
 # --- IR building blocks of the lane kernels (dp.forward_batch, dp.lanes, dp.lanes_int,
 # dp.posterior_batch): written once here
 def array_data(context, builder, ty, val):  # noqa: ANN001, ANN201

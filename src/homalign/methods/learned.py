@@ -92,13 +92,11 @@ _INFERENCE: dict[tuple[str, str | None], tuple[Any, dict]] = {}
 
 
 class LearnedRep(NamedTuple):
-    """A prepared protein: codes, embeddings (1, L, dim) by the bundled weights named ``weights``
-    and, for a query profile built by an iterative search (:func:`profile_rep`), its residue
-    weights (L, K)."""
+    """A prepared protein: codes and embeddings (1, L, dim) by the bundled weights named
+    ``weights``."""
 
     codes: np.ndarray
     embedding: Any
-    profile: np.ndarray | None = None
     weights: str = SEARCH_WEIGHTS
 
 
@@ -117,8 +115,7 @@ def _score(q: LearnedRep, t: LearnedRep, **_options: Any) -> PairScores:
     from homalign.model.homology import ranking_scores
 
     model, meta = _model(SEARCH_WEIGHTS)
-    return ranking_scores(model, meta, q.codes, q.embedding, t.codes, t.embedding,
-                          profile_q=q.profile)
+    return ranking_scores(model, meta, q.codes, q.embedding, t.codes, t.embedding)
 
 
 def ranking_model():
@@ -159,23 +156,13 @@ def _chance_params():
     return null_law(_model(SEARCH_WEIGHTS)[1], "chance")
 
 
-def profile_rep(query: LearnedRep, members: list[tuple[LearnedRep, np.ndarray]],
-                query_weight: float = 0.5) -> LearnedRep:
-    """The query's profile representation from aligned hits ``(hit rep, (query, hit) pairs)``
-    (:func:`homalign.model.query_profile.build_profile`); ``search`` scores it like a query."""
-    from homalign.model.query_profile import ProfileMember, build_profile
-
-    prof = build_profile(query.codes, query.embedding,
-                         [ProfileMember(r.codes, r.embedding, p) for r, p in members],
-                         query_weight=query_weight)
-    return LearnedRep(query.codes, prof.embedding, prof.residues, query.weights)
-
-
 #: intermediates per sequence, E-value cut and flank (residues kept either side of a hit's
 #: aligned region) of the ``homologs`` option (chosen on held-out train pairs, docs/learned.md)
 MAX_HOMOLOGS = 4
 HOMOLOG_EVALUE = 1e-3
 HOMOLOG_FLANK = 30
+
+
 def _align(query: Sequence, target: Sequence, *, threshold: float | None = None,
            decode: str = "mea", mode: str | None = None, target_ss: str | None = None,
            target_acc: str | None = None, homologs: Any = None,
@@ -196,12 +183,12 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
                     ) -> Alignment:
     """``align`` reusing prepared embeddings where they are the aligner's own (``search`` traces
     its hits back with it; its reps hold the ranking weights' embeddings, so the aligner embeds
-    the two sequences itself and a ranking profile is not used)."""
+    the two sequences itself)."""
     from homalign.model.homology import ranking_score
 
     extra: dict[str, Any] = {}
-    search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS
-                        and r.profile is None else None for r in (qrep, trep))
+    search_reps = tuple(r if r is not None and r.weights == SEARCH_WEIGHTS else None
+                        for r in (qrep, trep))
     if homologs is not None and (target_ss is not None or decode != "mea"):
         raise ValueError("homologs (consistency through database homologues) works with "
                          "decode='mea' and without template mode")
@@ -211,7 +198,7 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
         tokens = parse_template(len(target), target_ss, target_acc, record=target.id)
         model, _meta = _model(TEMPLATE_WEIGHTS)
         qrep = None
-        trep = LearnedRep(target.codes, model.embed(target.codes, tokens), None, TEMPLATE_WEIGHTS)
+        trep = LearnedRep(target.codes, model.embed(target.codes, tokens), TEMPLATE_WEIGHTS)
         extra["template"] = True
     elif target_acc is not None:
         raise ValueError("target_acc needs target_ss (template mode reads both)")
@@ -223,8 +210,7 @@ def _align_prepared(query: Sequence, target: Sequence, qrep: LearnedRep | None,
             trep = None
     e_q = qrep.embedding if qrep is not None else model.embed(query.codes)
     e_t = trep.embedding if trep is not None else model.embed(target.codes)
-    prof = qrep.profile if qrep is not None else None
-    aln = _decode_pair(model, query, target, e_q, e_t, prof, decode=decode, mode=mode,
+    aln = _decode_pair(model, query, target, e_q, e_t, decode=decode, mode=mode,
                        threshold=threshold, homologs=homologs, max_homologs=max_homologs,
                        homolog_evalue=homolog_evalue)
     aln.extra.update(extra)
@@ -247,7 +233,7 @@ def _add_homology(aln: Alignment, meta: dict, rank: float) -> None:
 
 
 def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: Any,
-                 prof: np.ndarray | None, *, decode: str, mode: str | None,
+                 *, decode: str, mode: str | None,
                  threshold: float | None, homologs: Any = None,
                  max_homologs: int = MAX_HOMOLOGS, homolog_evalue: float = HOMOLOG_EVALUE,
                  scores: tuple[np.ndarray, Any] | None = None,
@@ -266,7 +252,7 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
     cfg = model.cfg
     mode = mode or cfg.decode_mode
     S, gaps = scores if scores is not None else model.score_embedded(query.codes, e_q,
-                                                                     target.codes, e_t, prof)
+                                                                     target.codes, e_t)
     if decode == "mea":
         P = posterior if posterior is not None else posterior_matrix(S, gaps, mode=mode)
         if homologs is not None:
@@ -331,7 +317,7 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     out = []
     for t, e_t, st, P, path, sc, rank in zip(targets, embs, scored, posteriors, paths, local,
                                              scores, strict=True):
-        aln = _decode_pair(model, query, t, e_q, e_t, None, decode=decode, mode=mode,
+        aln = _decode_pair(model, query, t, e_q, e_t, decode=decode, mode=mode,
                            threshold=threshold, scores=st, posterior=P, mea=path, local=sc)
         if smeta.get("homology"):
             _add_homology(aln, smeta, float(rank))

@@ -27,16 +27,14 @@ def packed_batches(codes: list[np.ndarray], gap: int, residues: int = EMBED_BATC
         yield idx, starts, torch.from_numpy(row)[None]
 
 
-def _torch_scores(score, codes_q: np.ndarray, codes_t: np.ndarray,
-                  profile_q: np.ndarray | None):
-    """(S float32, GapCosts) of one pair from ``score(cq, ct, prof) -> (S, SoftGaps)`` on
+def _torch_scores(score, codes_q: np.ndarray, codes_t: np.ndarray):
+    """(S float32, GapCosts) of one pair from ``score(cq, ct) -> (S, SoftGaps)`` on
     batch-of-one tensors (the torch scorers: models with a pair refiner)."""
     from homalign.dp import GapCosts
 
     cq = torch.as_tensor(codes_q.astype(np.int64))[None]
     ct = torch.as_tensor(np.asarray(codes_t).astype(np.int64))[None]
-    prof = None if profile_q is None else torch.as_tensor(profile_q, dtype=torch.float32)[None]
-    S, gaps = score(cq, ct, prof)
+    S, gaps = score(cq, ct)
     return (np.ascontiguousarray(S[0].numpy(), dtype=np.float32),
             GapCosts(**gaps.to_numpy(0, len(codes_q), len(codes_t))))
 
@@ -112,26 +110,22 @@ class AlignerModel(nn.Module):
         return out
 
     @torch.no_grad()
-    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
-                       profile_q: np.ndarray | None = None):
-        """(S float32 (Lq, Lt), GapCosts) for the exact DP, from precomputed embeddings.
-
-        ``profile_q`` (Lq, K): a query profile's residue weights (see ``PairScorer.forward``).
-        """
-        return self.score_many(codes_q, e_q, [codes_t], [e_t], profile_q)[0]
+    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor):
+        """(S float32 (Lq, Lt), GapCosts) for the exact DP, from precomputed embeddings."""
+        return self.score_many(codes_q, e_q, [codes_t], [e_t])[0]
 
     @torch.no_grad()
     def score_many(self, codes_q: np.ndarray, e_q: Tensor, codes_t: list[np.ndarray],
-                   e_t: list[Tensor], profile_q: np.ndarray | None = None) -> list:
+                   e_t: list[Tensor]) -> list:
         """:meth:`score_embedded` of the query against each target: the closed form
         (:mod:`homalign.model.inference`) with the query's side computed once; a model with a
         pair refiner runs its torch scorer pair by pair."""
         form = self.closed_form()
         if form is not None:
-            q = form.query(codes_q, embedding_rows(e_q), profile_q)
+            q = form.query(codes_q, embedding_rows(e_q))
             return form.many(q, list(codes_t), [embedding_rows(e) for e in e_t])
-        return [_torch_scores(lambda cq, ct, prof, e=e: self.scorer(cq, e_q, ct, e, prof),
-                              codes_q, c, profile_q) for c, e in zip(codes_t, e_t, strict=True)]
+        return [_torch_scores(lambda cq, ct, e=e: self.scorer(cq, e_q, ct, e), codes_q, c)
+                for c, e in zip(codes_t, e_t, strict=True)]
 
     def closed_form(self) -> ClosedFormScores | None:
         """The inference form of the scorer's current weights (None with a pair refiner)."""
@@ -141,13 +135,13 @@ class AlignerModel(nn.Module):
 
     @torch.no_grad()
     def homology_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray,
-                          e_t: Tensor, scores=None, profile_q: np.ndarray | None = None):
+                          e_t: Tensor, scores=None):
         """(S_h float32 (Lq, Lt), GapCosts): the scores whose local forward score ranks homologs.
 
         ``scores``: this pair's ``score_embedded`` result, reused instead of recomputed.
         """
         if scores is None:
-            scores = self.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+            scores = self.score_embedded(codes_q, e_q, codes_t, e_t)
         S, gaps = scores
         S_h = self.homology.substitution(torch.as_tensor(S)[None], e_q, e_t)[0]
         return np.ascontiguousarray(S_h.numpy(), dtype=np.float32), gaps
@@ -160,8 +154,6 @@ class AlignerModel(nn.Module):
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-
 
 
 def _mean_scores(outs: list[tuple[Tensor, SoftGaps]]) -> tuple[Tensor, SoftGaps]:
@@ -230,26 +222,25 @@ class EnsembleAligner(nn.Module):
 
     @torch.no_grad()
     def score_many(self, codes_q: np.ndarray, e_q: Tensor, codes_t: list[np.ndarray],
-                   e_t: list[Tensor], profile_q: np.ndarray | None = None) -> list:
+                   e_t: list[Tensor]) -> list:
         """(S float32 (Lq, Lt), GapCosts) against each target: the members' mean S and mean
         gap-cost vectors (the closed form when ``_fused``, else the members' torch scorers)."""
         form = self.closed_form()
         if form is not None:
-            q = form.query(codes_q, embedding_rows(e_q), profile_q)
+            q = form.query(codes_q, embedding_rows(e_q))
             return form.many(q, list(codes_t), [embedding_rows(e) for e in e_t])
 
-        def mean(cq: Tensor, ct: Tensor, prof: Tensor | None, e: Tensor) -> tuple:
-            return _mean_scores([m.scorer(cq, a, ct, b, prof) for m, a, b in
+        def mean(cq: Tensor, ct: Tensor, e: Tensor) -> tuple:
+            return _mean_scores([m.scorer(cq, a, ct, b) for m, a, b in
                                  zip(self.members, self._split(e_q), self._split(e),
                                      strict=True)])
 
-        return [_torch_scores(lambda cq, ct, prof, e=e: mean(cq, ct, prof, e), codes_q, c,
-                              profile_q) for c, e in zip(codes_t, e_t, strict=True)]
+        return [_torch_scores(lambda cq, ct, e=e: mean(cq, ct, e), codes_q, c)
+                for c, e in zip(codes_t, e_t, strict=True)]
 
-    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor,
-                       profile_q: np.ndarray | None = None):
+    def score_embedded(self, codes_q: np.ndarray, e_q: Tensor, codes_t: np.ndarray, e_t: Tensor):
         """(S float32 (Lq, Lt), GapCosts) of one pair (:meth:`score_many`)."""
-        return self.score_many(codes_q, e_q, [codes_t], [e_t], profile_q)[0]
+        return self.score_many(codes_q, e_q, [codes_t], [e_t])[0]
 
     # the same composition as a single aligner's (embed both, then score)
     score_pair = AlignerModel.score_pair

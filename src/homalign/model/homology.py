@@ -40,21 +40,20 @@ def fit_homology_head(z: np.ndarray, label: np.ndarray, l2: float = 1e-3,
 
 
 def ranking_scores(model, meta: dict, codes_q: np.ndarray, e_q, codes_t: np.ndarray, e_t,
-                   scores=None, profile_q: np.ndarray | None = None):
+                   scores=None):
     """PairScores for ranking a target against a query with a loaded model.
 
     With a trained homology adapter (``meta["homology_score"]``, see
     :mod:`homalign.model.contrastive`): the local *forward* score of ``S_h``; otherwise the best
-    local path of the aligner's own ``S``. ``profile_q``: a query profile (see
-    :mod:`homalign.model.query_profile`), ``e_q`` then being its embeddings.
+    local path of the aligner's own ``S``.
     """
     from homalign.score.pair_scores import PairScores
 
     if meta.get("homology_score"):
-        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t, scores, profile_q)
+        S_h, gaps = model.homology_embedded(codes_q, e_q, codes_t, e_t, scores)
         return PairScores(S_h, gaps, "local", "forward")
     if scores is None:
-        scores = model.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+        scores = model.score_embedded(codes_q, e_q, codes_t, e_t)
     S, gaps = scores
     return PairScores(S, gaps, "local", "viterbi")
 

@@ -108,21 +108,12 @@ class ClosedFormScores:
         g /= np.float32(len(self.heads))
         return np.ascontiguousarray(g[:, 0]), np.ascontiguousarray(g[:, 1])
 
-    def query(self, codes: np.ndarray, e: np.ndarray,
-              profile: np.ndarray | None = None) -> QuerySide:
-        """The query's side from its codes and embeddings (Lq, D); ``profile`` (Lq, K) residue
-        weights (rows summing to 1) replace its one-hot residues in the matrix term."""
+    def query(self, codes: np.ndarray, e: np.ndarray) -> QuerySide:
+        """The query's side from its codes and embeddings (Lq, D)."""
         e = np.ascontiguousarray(e, dtype=np.float32).reshape(len(codes), -1)
         with one_blas_thread():
             A = e @ self.W
-            if profile is None:
-                rows = self.matrix[np.asarray(codes, dtype=np.int64)]
-            else:
-                prof = np.asarray(profile, dtype=np.float32)
-                if prof.shape != (len(codes), self.matrix.shape[0]):
-                    raise ValueError(f"profile_q has shape {prof.shape}: expected {len(codes)} "
-                                     f"rows of {self.matrix.shape[0]} residue columns")
-                rows = prof @ self.matrix
+            rows = self.matrix[np.asarray(codes, dtype=np.int64)]
         o, x = self.gap_costs(e)
         return QuerySide(np.ascontiguousarray(A), np.ascontiguousarray(rows, dtype=np.float32),
                          o, x)
@@ -229,15 +220,14 @@ class InferenceAligner:
         return self.form
 
     def score_many(self, codes_q: np.ndarray, e_q: Any, codes_t: list[np.ndarray],
-                   e_t: list[Any], profile_q: np.ndarray | None = None) -> list:
+                   e_t: list[Any]) -> list:
         """(S float32 (Lq, Lt), GapCosts) of the query against each target."""
-        q = self.form.query(codes_q, embedding_rows(e_q), profile_q)
+        q = self.form.query(codes_q, embedding_rows(e_q))
         return self.form.many(q, list(codes_t), [embedding_rows(e) for e in e_t])
 
-    def score_embedded(self, codes_q: np.ndarray, e_q: Any, codes_t: np.ndarray, e_t: Any,
-                       profile_q: np.ndarray | None = None):
+    def score_embedded(self, codes_q: np.ndarray, e_q: Any, codes_t: np.ndarray, e_t: Any):
         """(S float32 (Lq, Lt), GapCosts) of one pair."""
-        return self.score_many(codes_q, e_q, [codes_t], [e_t], profile_q)[0]
+        return self.score_many(codes_q, e_q, [codes_t], [e_t])[0]
 
     def score_pair(self, codes_q: np.ndarray, codes_t: np.ndarray,
                    tokens_t: np.ndarray | None = None):
@@ -246,14 +236,14 @@ class InferenceAligner:
                                    self.embed(codes_t, tokens_t))
 
     def homology_embedded(self, codes_q: np.ndarray, e_q: Any, codes_t: np.ndarray, e_t: Any,
-                          scores=None, profile_q: np.ndarray | None = None):
+                          scores=None):
         """(S_h float32 (Lq, Lt), GapCosts): ``S + e_q sym(W_h) e_t^T - shift``, the scores
         whose local forward score ranks homologues (:class:`~homalign.model.scorer.
         HomologyScore`)."""
         if self.homology is None:
             raise ValueError("these weights have no homology adapter")
         if scores is None:
-            scores = self.score_embedded(codes_q, e_q, codes_t, e_t, profile_q)
+            scores = self.score_embedded(codes_q, e_q, codes_t, e_t)
         S, gaps = scores
         Wh, shift = self.homology
         with one_blas_thread():

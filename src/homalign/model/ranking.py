@@ -123,17 +123,11 @@ class RankingModel:
         to back, each from its own product, so a target's costs do not depend on its batch)."""
         return self.gaps.gap_costs(e, lengths)
 
-    def query(self, codes: np.ndarray, embedding: np.ndarray | None = None,
-              profile: np.ndarray | None = None) -> QueryRep:
-        """The query's side: ``embedding`` (Lq, d) if already computed; ``profile`` (Lq, K)
-        residue weights of a query profile (iterative search) instead of its one-hot residues."""
+    def query(self, codes: np.ndarray, embedding: np.ndarray | None = None) -> QueryRep:
+        """The query's side: ``embedding`` (Lq, d) if already computed."""
         e = self.embed_many([codes])[0] if embedding is None else np.asarray(
             embedding, dtype=np.float32).reshape(len(codes), self.dim)
-        if profile is None:
-            rows = self.matrix[np.asarray(codes, dtype=np.int64)]  # (Lq, K)
-        else:
-            with one_blas_thread():
-                rows = np.asarray(profile, dtype=np.float32) @ self.matrix
+        rows = self.matrix[np.asarray(codes, dtype=np.int64)]  # (Lq, K)
         o, x = self.gap_costs(e)
         with one_blas_thread():
             A = e @ self.W

@@ -95,29 +95,17 @@ class PairScorer(nn.Module):
         return (nn.functional.softplus(self.open_bias + e @ self.open_w),
                 nn.functional.softplus(self.ext_bias + e @ self.ext_w))
 
-    def base_scores(self, codes_q: Tensor, codes_t: Tensor,
-                    profile_q: Tensor | None = None) -> Tensor:
-        """(B, Lq, Lt) unscaled matrix scores ``M[a_i, b_j]``; with ``profile_q`` (B, Lq, K)
-        residue weights per query column (rows summing to 1), ``sum_a p_i(a) M[a, b_j]``."""
-        if profile_q is None:
-            return self.matrix[codes_q[:, :, None], codes_t[:, None, :]]
-        K = self.matrix.shape[0]
-        if profile_q.shape[-1] != K:
-            raise ValueError(f"profile_q has {profile_q.shape[-1]} residue columns, "
-                             f"expected {K}")
-        rows = profile_q.to(self.matrix.dtype) @ self.matrix            # (B, Lq, K)
-        return torch.gather(rows, 2, codes_t[:, None, :].expand(-1, rows.shape[1], -1))
+    def base_scores(self, codes_q: Tensor, codes_t: Tensor) -> Tensor:
+        """(B, Lq, Lt) unscaled matrix scores ``M[a_i, b_j]``."""
+        return self.matrix[codes_q[:, :, None], codes_t[:, None, :]]
 
     def bilinear(self) -> Tensor:
         """The symmetric (dim, dim) matrix of the ``e_i^T W e'_j`` term."""
         return 0.5 * (self.W + self.W.T)
 
-    def forward(self, codes_q: Tensor, e_q: Tensor, codes_t: Tensor, e_t: Tensor,
-                profile_q: Tensor | None = None) -> tuple[Tensor, SoftGaps]:
-        """``profile_q`` (B, Lq, K) residue weights per query column (rows summing to 1) replaces
-        the query's one-hot residues in the BLOSUM62 term: ``base[i, j] = sum_a p_i(a) M[a, t_j]``
-        (the query profile of an iterative search; ``e_q`` is then the profile's embeddings)."""
-        base = self.base_scores(codes_q, codes_t, profile_q)
+    def forward(self, codes_q: Tensor, e_q: Tensor, codes_t: Tensor, e_t: Tensor
+                ) -> tuple[Tensor, SoftGaps]:
+        base = self.base_scores(codes_q, codes_t)
         W = self.bilinear()
         scaled = torch.exp(self.log_scale) * base
         S = scaled + torch.einsum("bid,de,bje->bij", e_q, W, e_t)

@@ -45,7 +45,6 @@ def _options_key(method: str, options: dict[str, Any], n_pairs: int, seed: int,
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-
 def pair_scores(method: str, queries: list[Any], targets: list[Any],
                  options: dict[str, Any]) -> tuple[np.ndarray, set[str]]:
     """Scores of pairs with a registered method (score-only DP when it has prepare/score), and

@@ -146,7 +146,7 @@ def _batches(lengths: np.ndarray, budget: int) -> list[np.ndarray]:
     return out
 
 
-def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
+def _batched_scores(ranking: Any, q: Sequence, db: SequenceDB,
                     candidates: np.ndarray, *, reverse: bool = False,
                     prepared: Any = None) -> tuple[np.ndarray, Any]:
     """The ranking scores of ``candidates`` from the database's stored embeddings: one matrix
@@ -159,9 +159,6 @@ def _batched_scores(ranking: Any, q: Sequence, qrep: Any, db: SequenceDB,
     store = store_for(db, ranking)
     if prepared is not None:
         qr = prepared
-    elif qrep is not None and getattr(qrep, "profile", None) is not None:
-        emb = np.asarray(qrep.embedding, dtype=np.float32).reshape(len(q), -1)
-        qr = ranking.query(q.codes, embedding=emb, profile=qrep.profile)
     else:
         qr = ranking.query(q.codes)
     out = np.empty(len(candidates), dtype=np.float64)
@@ -199,7 +196,7 @@ def _reverse_corrected(ranking: Any, q: Sequence, db: SequenceDB, cand: np.ndarr
         check = check[sw_reverse_excess(q, db, cand[check], REVERSE_GATE, *_GATE_SW) > 0]
     if len(check) == 0:
         return scores
-    rev, _ = _batched_scores(ranking, q, None, db, cand[check], reverse=True, prepared=prepared)
+    rev, _ = _batched_scores(ranking, q, db, cand[check], reverse=True, prepared=prepared)
     mu, beta = location_scale(law, len(q), tlen[check])
     out = scores.copy()
     out[check] -= beta * np.maximum((rev - mu) / beta - REVERSE_MARGIN, 0.0)
@@ -212,7 +209,7 @@ LINK_EVALUE = 1e-2
 PATH_PENALTY = 100.0
 
 
-def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
+def _through_neighbours(q: Sequence, db: SequenceDB, ranking: Any,
                         cand: np.ndarray, scores: np.ndarray, evals: np.ndarray,
                         params: EVDParams, method: str) -> tuple[np.ndarray, np.ndarray,
                                                                  np.ndarray]:
@@ -231,7 +228,7 @@ def _through_neighbours(q: Sequence, qrep: Any, db: SequenceDB, ranking: Any,
         lifted = tail.truncate(lifted, len(db))
     extra = np.setdiff1d(reach, cand)
     if len(extra):
-        xs, prepared = _batched_scores(ranking, q, qrep, db, extra)
+        xs, prepared = _batched_scores(ranking, q, db, extra)
         law = get_method(method).chance_params
         if law is not None:
             xs = _reverse_corrected(ranking, q, db, extra, xs, prepared, params, law(),
@@ -409,7 +406,7 @@ def search(
     is_dp = m.prepare is not None and m.score is not None
     peer_alns: dict[int, Alignment] = {}
     if is_dp and ranking is not None:
-        scores, prepared = _batched_scores(ranking, q, query_rep, db, cand)
+        scores, prepared = _batched_scores(ranking, q, db, cand)
         if m.chance_params is not None and m.null_params is not None:
             scores = _reverse_corrected(ranking, q, db, cand, scores, prepared,
                                         params if params is not None else m.null_params(),
@@ -453,8 +450,8 @@ def search(
         if reported is not None:
             evals = reported
             if ranking is not None and neighbours and candidates is None and db_size is None:
-                cand, scores, evals = _through_neighbours(q, query_rep, db, ranking, cand,
-                                                          scores, evals, ev_params, method)
+                cand, scores, evals = _through_neighbours(q, db, ranking, cand, scores, evals,
+                                                          ev_params, method)
                 tlen = db.lengths[cand]
             bits = bits_from_evalue(evals, len(q), n_res)
     passing = np.flatnonzero(evals <= evalue)
