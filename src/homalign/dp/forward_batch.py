@@ -58,6 +58,7 @@ passes ``2**126`` (log Z above 87 nats): from there on a local alignment counts 
 paths from earlier cells, as it already did past ``2**149``, where float32 has no value left
 (a pair that strong lies far below any E-value cut). On real candidates the scores are the
 same bits with and without the flags, and the forward takes a quarter less time.
+
 ``_forward_many_scalar`` (one target at a time, three row passes, its own rounding) is the
 reference the tests compare with; both are checked against the float64 log-space reference and
 the brute-force enumeration.

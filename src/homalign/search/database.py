@@ -469,7 +469,7 @@ def cached_database(path: str | Path) -> SequenceDB:
     """:func:`open_database` of ``path``, opened once per process while its files stay the
     same (a makedb directory's manifest, or the FASTA file: inode, size and modification time),
     so that searches given a path one query at a time share one memory map, its int8 layout and
-    its stored embeddings (a learned search re-opened per call: ~10 ms a query). The last
+    its stored embeddings (re-opened per call, a learned search lost ~15 ms a query). The last
     :data:`_OPEN_MAX` are kept; a rebuilt database is opened anew."""
     p = Path(path).resolve()
     try:
