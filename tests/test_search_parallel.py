@@ -9,7 +9,7 @@ import pytest
 from tests.proteins import mutate, random_protein
 
 from homalign.io import FastaRecord, write_fasta
-from homalign.search import SequenceDB, makedb, open_database, search_many
+from homalign.search import SequenceDB, makedb, open_database, parallel, search_many
 from homalign.search.parallel import database_dir, iter_search, pack_hits, unpack_hits
 from homalign.sequence import Sequence
 
@@ -23,6 +23,29 @@ def database(tmp_path_factory) -> tuple[Path, list[Sequence]]:
     tmp = tmp_path_factory.mktemp("par")
     write_fasta(tmp / "db.fa", [FastaRecord(s.id, "", s.residues) for s in seqs])
     return makedb(tmp / "db.fa", tmp / "db"), seqs
+
+
+@pytest.fixture(autouse=True)
+def _workers_for_a_few_queries(monkeypatch) -> None:
+    """These tests are about the worker processes: spawn them for two queries and more."""
+    monkeypatch.setattr(parallel, "MIN_WORKER_QUERIES", 2)
+
+
+def test_fewer_queries_than_pay_for_workers_are_searched_in_this_process(database,
+                                                                          monkeypatch) -> None:
+    dbdir, seqs = database
+    db = open_database(dbdir)
+    monkeypatch.setattr(parallel, "MIN_WORKER_QUERIES", 5)
+
+    def no_workers(*_args, **_kwargs):
+        raise AssertionError("worker processes started for 4 queries")
+
+    monkeypatch.setattr(parallel, "_in_workers", no_workers)
+    got = list(iter_search(seqs[:4], db, "sw", workers=2, evalue=1e3))
+    assert [q.id for q, _ in got] == [s.id for s in seqs[:4]]
+    assert _key(got) == _key(iter_search(seqs[:4], db, "sw", workers=1, evalue=1e3))
+    with pytest.raises(AssertionError, match="worker processes started"):
+        list(iter_search(seqs[:5], db, "sw", workers=2, evalue=1e3))
 
 
 def _key(results) -> list:

@@ -107,8 +107,8 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any],
                traceback: bool = True) -> Iterator:
     """``--iterations N``: :func:`homalign.search.iterative.iterative_search` for each query
     (PSI-BLAST class for ``sw``/``pssm``; any other method is fused with the PSSM round); with
-    ``--threads N`` and a makedb directory or FASTA file, in N one-thread worker processes (the
-    same hits)."""
+    ``--threads N``, a makedb directory or FASTA file and 20 queries or more, in N one-thread
+    worker processes (:mod:`homalign.search.parallel`; the same hits)."""
     from tqdm import tqdm
 
     from homalign.search.parallel import iter_search
@@ -128,8 +128,9 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any],
 def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any],
            traceback: bool = True) -> Iterator:
     """One search per query, yielding each query's hits as soon as they are ranked: with
-    ``--threads N`` and a makedb directory or FASTA file, N one-thread worker processes search
-    whole queries side by side (:mod:`homalign.search.parallel`; the same hits)."""
+    ``--threads N``, a makedb directory or FASTA file and 20 queries or more, N one-thread worker
+    processes search whole queries side by side (:mod:`homalign.search.parallel`; the same
+    hits)."""
     from tqdm import tqdm
 
     from homalign.search.parallel import iter_search

@@ -4,7 +4,8 @@ One query's search is a few short compiled passes (prefilter scan, Smith-Waterma
 learned scoring) with serial work between them (embeddings, numpy, the tracebacks), so
 threads inside one query leave cores idle. :func:`iter_search` with ``workers=N`` instead hands
 whole queries to N worker processes on one thread each and yields each query's hits in query
-order as they come. The hits are the one-process search's: a query's arithmetic never depends
+order as they come; fewer than :data:`MIN_WORKER_QUERIES` queries do not pay for the workers'
+start and are searched here, with N threads inside each query. The hits are the one-process search's: a query's arithmetic never depends
 on the thread count (:mod:`homalign.threads`), and each query is searched alone.
 
 Workers open the database themselves, so nothing large crosses a pipe: a ``homalign makedb``
@@ -129,16 +130,25 @@ def database_dir(db: SequenceDB) -> str | None:
     return None
 
 
+#: fewer queries than this are searched in this process, with the threads inside each query: a
+#: worker process costs ~0.9 s to start (interpreter, imports, compiled-code cache, database).
+#: `homalign search -j 2` on the Intel Xeon, learned with tracebacks, in this process / in two
+#: workers: 10 queries 1.50 / 1.65 s, 20 1.89 / 1.92, 30 2.44 / 2.16, 50 3.36 / 2.73; sw, whose
+#: kernels thread well inside a query, breaks even near 100 (50: 1.33 / 1.67, 200: 5.04 / 4.51)
+MIN_WORKER_QUERIES = 20
+
+
 def iter_search(queries: Iterable[Sequence], db: SequenceDB, method: str = "sw", *,
                 workers: int = 1, iterations: int | None = None,
                 **options: Any) -> Iterator[tuple[Sequence, list[Hit]]]:
     """(query, hits) of each query in order: :func:`homalign.search.search` with ``options``
     (with ``iterations``: :func:`homalign.search.iterative.iterative_search`), in ``workers``
-    processes when there is more than one query and ``db`` is a makedb directory, else here
-    (prepared targets shared across the queries)."""
+    processes when there are at least :data:`MIN_WORKER_QUERIES` queries and ``db`` is a makedb
+    directory (or a FASTA file, saved as one for them), else here (prepared targets shared
+    across the queries)."""
     qs = list(queries)
     db_dir = database_dir(db)
-    n = min(int(workers), len(qs))
+    n = min(int(workers), len(qs)) if len(qs) >= MIN_WORKER_QUERIES else 1
     if n > 1 and db_dir is None and _fasta_source(db) is not None:
         remove_stale_search_folders()
         with tempfile.TemporaryDirectory(prefix=_TMP_PREFIX) as tmp:
