@@ -29,6 +29,20 @@ def _batch(rng: np.random.Generator, lq: int, lts: np.ndarray, k: int = 4, sd: f
     return X, starts, lts, *gaps, codes, R
 
 
+def _log_space_reference(X, starts, lts, qo, qe, to, te, codes, R) -> list[float]:  # noqa: ANN001, PLR0913
+    """Each target's local log-partition by the float64 log-space path of ``dp.posterior``."""
+    from homalign.dp import GapCosts
+    from homalign.dp.posterior import log_partition
+
+    out = []
+    for a, lt in zip(starts, lts, strict=True):
+        S = np.log(X[:, a:a + lt].astype(np.float64) * R[:, codes[a:a + lt]])
+        g = GapCosts.from_vectors(X.shape[0], int(lt), q_ins_open=qo, q_ins_ext=qe,
+                                  t_del_open=to[a:a + lt], t_del_ext=te[a:a + lt])
+        out.append(log_partition(S, g, mode="local", method="log"))
+    return out
+
+
 @pytest.mark.parametrize("n_targets", [1, 2, LANES - 1, LANES, LANES + 1, 2 * LANES + 5])
 def test_lane_kernel_equals_the_scalar_kernel_for_every_lane_remainder(n_targets: int) -> None:
     rng = np.random.default_rng(n_targets)
@@ -64,8 +78,6 @@ def test_lane_kernel_through_subnormal_tails_and_leaves_no_flush_mode_behind() -
     and cells away from the diagonal fall below float32's normal range in their row's units,
     which the kernel flushes to zero. Scores agree with the float64 log-space reference, and
     the calling thread's arithmetic keeps its subnormals afterwards (the flags are restored)."""
-    from homalign.dp import GapCosts
-    from homalign.dp.posterior import log_partition
 
     rng = np.random.default_rng(11)
     lq, lts = 160, np.array([150, 170, 90, 200])
@@ -76,13 +88,8 @@ def test_lane_kernel_through_subnormal_tails_and_leaves_no_flush_mode_behind() -
             X[i, starts[k] + i + 10] = np.float32(np.exp(1.5))
     qo, qe, to, te = qo + 3.0, qe + 1.0, to + 3.0, te + 1.0  # gap chains decay fast
     got = local_forward_batch(X, starts, lts, qo, qe, to, te, codes, R)
-    for k, lt in enumerate(lts):
-        a = starts[k]
-        S = np.log(X[:, a:a + lt].astype(np.float64) * R[:, codes[a:a + lt]])
-        g = GapCosts.from_vectors(lq, int(lt), q_ins_open=qo, q_ins_ext=qe,
-                                  t_del_open=to[a:a + lt], t_del_ext=te[a:a + lt])
-        want = log_partition(S, g, mode="local", method="log")
-        assert got[k] == pytest.approx(want, rel=1e-5)
+    want = _log_space_reference(X, starts, lts, qo, qe, to, te, codes, R)
+    assert got == pytest.approx(want, rel=1e-5)
     tiny = np.float32(1e-38) * np.float32(1e-3)  # a subnormal result in this thread
     assert tiny > 0.0 and np.float32(1e-40) > 0.0
 
@@ -152,20 +159,12 @@ def test_lane_kernel_across_row_chunks_equals_the_scalar_kernel(n_targets: int) 
 
 
 def test_lane_kernel_across_row_chunks_equals_the_log_space_reference() -> None:
-    from homalign.dp import GapCosts
-    from homalign.dp.posterior import log_partition
-
     rng = np.random.default_rng(8)
     lq, lts = 45, np.array([1, 16, 17, 33, 120])
     X, starts, _, qo, qe, to, te, codes, R = _batch(rng, lq, lts)
     got = local_forward_batch(X, starts, lts, qo, qe, to, te, codes, R)
-    for k, lt in enumerate(lts):
-        a = starts[k]
-        S = np.log(X[:, a:a + lt].astype(np.float64) * R[:, codes[a:a + lt]])
-        g = GapCosts.from_vectors(lq, int(lt), q_ins_open=qo, q_ins_ext=qe,
-                                  t_del_open=to[a:a + lt], t_del_ext=te[a:a + lt])
-        ref = log_partition(S, g, mode="local", method="log")
-        assert got[k] == pytest.approx(ref, rel=1e-5, abs=1e-5)
+    ref = _log_space_reference(X, starts, lts, qo, qe, to, te, codes, R)
+    assert got == pytest.approx(ref, rel=1e-5, abs=1e-5)
 
 
 def test_row_scale_bits_equal_frexp_and_ldexp() -> None:

@@ -210,22 +210,20 @@ def _product(A, E, out, lq, d, n, exp):  # noqa: ANN001, ANN201, PLR0913
                 for k in range(d):
                     panels[base + k * COLS + c] = 0.0
         i = 0
-        while i + ROWS <= lq:
+        while i < lq:  # tiles of ROWS rows, then single rows for the rest
+            four = i + ROWS <= lq
             for p in range(used):
                 panel = panels[p * size:(p + 1) * size]
-                if exp:
-                    _tile4_exp(A, panel, out, i, j0 + p * COLS, d, n)
+                j = j0 + p * COLS
+                if four and exp:
+                    _tile4_exp(A, panel, out, i, j, d, n)
+                elif four:
+                    _tile4(A, panel, out, i, j, d, n)
+                elif exp:
+                    _tile1_exp(A, panel, out, i, j, d, n)
                 else:
-                    _tile4(A, panel, out, i, j0 + p * COLS, d, n)
-            i += ROWS
-        while i < lq:
-            for p in range(used):
-                panel = panels[p * size:(p + 1) * size]
-                if exp:
-                    _tile1_exp(A, panel, out, i, j0 + p * COLS, d, n)
-                else:
-                    _tile1(A, panel, out, i, j0 + p * COLS, d, n)
-            i += 1
+                    _tile1(A, panel, out, i, j, d, n)
+            i += ROWS if four else 1
 
 
 @intrinsic
