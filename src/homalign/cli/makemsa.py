@@ -14,8 +14,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description="For every sequence of DB (FASTA or makedb directory) run ITERATIONS rounds "
                     "of homalign's PSI-BLAST-class search against DB and write OUTDIR/<id>.a3m "
                     "(HHblits-style database profiles; `search --method hhm --target-msa "
-                    "OUTDIR`). Resumable: rerun the same command to finish an interrupted build; "
-                    "each file is written whole or not at all.",
+                    "OUTDIR`), then every sequence's HMM into OUTDIR/hmms/ (what searches against "
+                    "the MSA database read). Resumable: rerun the same command to finish an "
+                    "interrupted build, or to rewrite the HMMs of changed A3M files; each file "
+                    "is written whole or not at all.",
     )
     p.add_argument("db", help="database: FASTA file or makedb directory")
     p.add_argument("outdir", help="directory for the A3M files (created)")

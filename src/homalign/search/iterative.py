@@ -263,14 +263,13 @@ def msa_db_round(query: Sequence, db: Any, msa: Any, cand: np.ndarray,
     (:class:`homalign.search.msadb.LeaveQueryOut`)."""
     import math
 
-    from homalign.methods import get_method
     from homalign.methods.profile import ProteinRep
     from homalign.search.engine import search
+    from homalign.search.hmm_store import round_options
     from homalign.search.msadb import LeaveQueryOut
 
     shared, params = _msa_db_state(str(target_msa), db)
-    m = get_method(PROFILE_DB_METHOD)
-    opts = {k: m.defaults[k] for k in ("pseudocounts", "admix", "matrix") if k in m.defaults}
+    opts = round_options()
     if msa is None:
         from homalign.io import MSA
 
@@ -287,19 +286,20 @@ _MSA_DB_STATE: dict[tuple[str, int], tuple[Any, Any]] = {}
 
 
 def _msa_db_state(target_msa: str, db: Any) -> tuple[Any, Any]:
-    """(prepared target profiles, null law) of an MSA database, checked against ``db`` and set
-    up once, then shared by the queries of one process."""
+    """(prepared target HMMs, null law) of an MSA database, checked against ``db`` and set up
+    once, then shared by the queries of one process; the HMMs are the database's stored ones
+    (:mod:`homalign.search.hmm_store`)."""
     from homalign.methods import get_method
-    from homalign.search.engine import TargetReps
-    from homalign.search.msadb import null_params, open_msa_db
+    from homalign.search.hmm_store import StoredTargets, open_hmm_store
+    from homalign.search.msadb import null_params
 
     key = (target_msa, id(db))
     if key not in _MSA_DB_STATE:
-        open_msa_db(target_msa, db)  # built for this database and complete
+        store = open_hmm_store(target_msa, db)  # built for this database, complete, current
         m = get_method(PROFILE_DB_METHOD)
         _MSA_DB_STATE.clear()
         _MSA_DB_STATE[key] = (
-            TargetReps(m, db, {**m.defaults, "target_msa": target_msa}),
+            StoredTargets(m, db, {**m.defaults, "target_msa": target_msa}, store),
             null_params(target_msa, db, PROFILE_DB_METHOD, options=PROFILE_DB_OPTIONS))
     return _MSA_DB_STATE[key]
 

@@ -14,7 +14,10 @@ Building is the long part (about 30 ms of CPU per sequence for two iterations ag
   absent, and a rerun skips the sequences that already have one;
 * ``OUTDIR/msadb.json`` records the settings and the database's identity (path, sequence count,
   residues, a hash of the ids); resuming with other settings or another database is refused;
-* ``jobs`` worker processes share the sequences round-robin.
+* ``jobs`` worker processes share the sequences round-robin;
+* once every A3M is there, each sequence's HMM is made from it and stored
+  (``OUTDIR/hmms/``, :mod:`homalign.search.hmm_store`), so a search reads its targets' HMMs
+  instead of making them from the A3M files in every process.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
     """Write ``OUTDIR/<id>.a3m`` for every sequence of ``db`` (FASTA or makedb directory) that
     lacks one (see the module docstring); returns ``OUTDIR``."""
     from homalign.search.database import cached_database
+    from homalign.search.hmm_store import build_hmm_store
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")
@@ -114,6 +118,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
     _write_manifest(out, _settings(seqdb, iterations, inclusion_evalue, max_candidates))
     missing = sum(not (out / msa_filename(s)).exists() for s in seqdb.ids)
     if missing == 0:
+        build_hmm_store(out, seqdb, progress=progress)
         return out
     from tqdm import tqdm
 
@@ -128,6 +133,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
             _run_parallel(str(db), out, jobs, iterations, inclusion_evalue, max_candidates, bar)
     finally:
         bar.close()
+    build_hmm_store(out, seqdb, progress=progress)
     return out
 
 
