@@ -121,3 +121,27 @@ def test_a_failed_build_leaves_no_half_store_and_a_killed_ones_is_removed(msadb,
     assert not dead.exists()
     assert open_hmm_store(out, db).hmm(4).query == SEQS[4]
     assert oct(os.stat(out / STORE).st_mode & 0o777) == "0o755"
+
+
+def test_the_msa_graph_is_stored_with_the_hmms_and_read_from_the_a3m_files_when_stale(
+        msadb, monkeypatch):
+    from homalign.search import msadb as msadb_mod
+    from homalign.search.hmm_store import stored_graph
+
+    dbfile, out = msadb
+    stored = stored_graph(out)
+    assert stored is not None and list(stored) == [s.id for s in SEQS]
+    for owner, members in stored.items():
+        ids = read_a3m(out / f"{owner}.a3m").ids
+        assert members == [m for m in ids[1:] if m != owner]
+    assert {"h1", "h2"} <= set(stored["q"])
+    monkeypatch.setattr(msadb_mod, "_GRAPH", {})
+    from_store = msadb_mod.member_index(out), msadb_mod.msa_members(out)
+    (out / "n0.a3m").write_text((out / "n0.a3m").read_text() + ">q\n" + "-" * len(SEQS[3])
+                                + "\n")
+    assert stored_graph(out) is None  # an A3M changed: the headers are read again
+    monkeypatch.setattr(msadb_mod, "_GRAPH", {})
+    assert msadb_mod.msa_members(out)["n0"] == ["q"]
+    assert msadb_mod.member_index(out)["q"] == sorted({*from_store[0].get("q", []), "n0"})
+    assert {k: v for k, v in msadb_mod.msa_members(out).items() if k != "n0"} == {
+        k: v for k, v in from_store[1].items() if k != "n0"}

@@ -11,6 +11,8 @@ A3Ms for the same reason. ``homalign makemsa`` therefore ends by writing them,
   emissions in float32, so its scores are the same bits as from the A3M);
 * ``transitions.npy``: float64 ``(residues, 7)``; ``n_eff.npy``: float64 ``(residues,)``;
 * ``neff.npy``: float64 ``(sequences,)``; ``offsets.npy``: int64 ``(sequences + 1,)``;
+* ``graph.json``: each sequence's MSA members (ids, the sequence itself left out), the MSA
+  graph of :mod:`homalign.search.msadb`, which otherwise reads every A3M file's headers;
 * ``hmms.json``: the profile options the HMMs were made with, their background, and a stamp of
   the database and its A3M files (names and sizes): a store of other options is not used, and
   a stale one (an A3M file changed or rebuilt) is refused until ``makemsa`` is rerun.
@@ -50,7 +52,7 @@ def round_options() -> dict[str, Any]:
 
 def a3m_stamp(outdir: str | os.PathLike, ids: list[str]) -> str:
     """A hash of the names and sizes of the database's A3M files, in database order."""
-    from homalign.search.msadb import msa_filename
+    from homalign.search.msadb_files import msa_filename
 
     h = hashlib.sha256()
     out = Path(outdir)
@@ -61,7 +63,7 @@ def a3m_stamp(outdir: str | os.PathLike, ids: list[str]) -> str:
 
 
 def _stamp(outdir: Path, db: Any, options: dict[str, Any]) -> dict[str, Any]:
-    from homalign.search.msadb import MANIFEST
+    from homalign.search.msadb_files import MANIFEST
 
     settings = json.loads((outdir / MANIFEST).read_text())
     return {"format": FORMAT, "version": FORMAT_VERSION, "options": dict(options),
@@ -77,7 +79,7 @@ def build_hmm_store(outdir: str | os.PathLike, db: Any, *, progress: bool = True
     from homalign.io.atomic import remove_abandoned_dirs
     from homalign.profile.hmm import ProfileHMM
     from homalign.profile.profile import Profile
-    from homalign.search.msadb import msa_filename, open_msa_db
+    from homalign.search.msadb_files import msa_filename, open_msa_db
 
     out = open_msa_db(outdir, db)
     options = round_options()
@@ -99,12 +101,14 @@ def build_hmm_store(outdir: str | os.PathLike, db: Any, *, progress: bool = True
         n_eff = fmt.open_memmap(tmp / "n_eff.npy", "w+", np.float64, (total,))
         neff = np.empty(len(lengths), dtype=np.float64)
         background = None
+        members: dict[str, list[str]] = {}
         for i in tqdm(range(len(lengths)), desc="HMMs", unit="seq", disable=not progress,
                       dynamic_ncols=True):
             seq = db.sequence(i)
             path = out / msa_filename(seq.id)
-            hmm = ProfileHMM.from_profile(Profile.from_msa(read_a3m(path), path=str(path),
-                                                           **options))
+            msa = read_a3m(path)
+            members[seq.id] = [m for m in msa.ids[1:] if m != seq.id]
+            hmm = ProfileHMM.from_profile(Profile.from_msa(msa, path=str(path), **options))
             if hmm.query.residues != seq.residues:
                 raise InputError("the MSA's first row is not its database sequence",
                                  path=path, record=seq.id)
@@ -122,6 +126,7 @@ def build_hmm_store(outdir: str | os.PathLike, db: Any, *, progress: bool = True
         del probs, trans, n_eff
         np.save(tmp / "neff.npy", neff, allow_pickle=False)
         np.save(tmp / "offsets.npy", offsets, allow_pickle=False)
+        (tmp / "graph.json").write_text(json.dumps({"members": members}))
         meta = {**stamp, "background": None if background is None else background.tolist()}
         (tmp / "hmms.json").write_text(json.dumps(meta, indent=1))
         (tmp / ".pid").unlink()
@@ -144,7 +149,19 @@ def _current(store: Path, stamp: dict[str, Any]) -> bool:
         meta = json.loads((store / "hmms.json").read_text())
     except (OSError, ValueError):
         return False
-    return {k: meta.get(k) for k in stamp} == stamp
+    return {k: meta.get(k) for k in stamp} == stamp and (store / "graph.json").exists()
+
+
+def stored_graph(outdir: str | os.PathLike) -> dict[str, list[str]] | None:
+    """The MSA graph's member lists (``{sequence id: its MSA's other ids}``, database order)
+    kept with the HMMs of ``outdir``, or None where there are none or their A3M files changed."""
+    store = Path(outdir) / STORE
+    try:
+        meta = json.loads((store / "hmms.json").read_text())
+        members = json.loads((store / "graph.json").read_text())["members"]
+        return members if a3m_stamp(outdir, list(members)) == meta.get("a3m") else None
+    except (OSError, ValueError, KeyError, InputError):
+        return None
 
 
 class HMMStore:
@@ -199,7 +216,7 @@ class StoredTargets:
 def open_hmm_store(outdir: str | os.PathLike, db: Any) -> HMMStore:
     """The current HMM store of the complete MSA database ``outdir`` of ``db``, or InputError
     (none yet, or made from other A3M files: rerun ``homalign makemsa``)."""
-    from homalign.search.msadb import open_msa_db
+    from homalign.search.msadb_files import open_msa_db
 
     out = open_msa_db(outdir, db)
     store = out / STORE
@@ -213,4 +230,5 @@ def open_hmm_store(outdir: str | os.PathLike, db: Any) -> HMMStore:
     return HMMStore(store, db)
 
 
-__all__ = ["HMMStore", "StoredTargets", "a3m_stamp", "build_hmm_store", "open_hmm_store", "round_options"]
+__all__ = ["HMMStore", "StoredTargets", "a3m_stamp", "build_hmm_store", "open_hmm_store",
+           "round_options", "stored_graph"]

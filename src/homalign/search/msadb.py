@@ -22,7 +22,6 @@ Building is the long part (about 30 ms of CPU per sequence for two iterations ag
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -30,45 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from homalign.errors import InputError
-
-MANIFEST = "msadb.json"
-FORMAT = "homalign-msadb"
-FORMAT_VERSION = 1
-
-
-def msa_filename(seq_id: str) -> str:
-    """``<id>.a3m``; refuses ids that cannot be a file name."""
-    if not seq_id or "/" in seq_id or "\\" in seq_id or seq_id.startswith(".") or "\0" in seq_id:
-        raise InputError("sequence id cannot name an MSA file", record=seq_id)
-    return f"{seq_id}.a3m"
-
-
-def _db_identity(db: Any) -> dict[str, Any]:
-    ids = hashlib.sha256("\n".join(db.ids).encode()).hexdigest()[:16]
-    return {"sequences": len(db), "residues": int(db.total_length), "ids_sha256": ids}
-
-
-def _settings(db: Any, iterations: int, inclusion_evalue: float,
-              max_candidates: int) -> dict[str, Any]:
-    return {"format": FORMAT, "version": FORMAT_VERSION, "database": _db_identity(db),
-            "iterations": int(iterations), "inclusion_evalue": float(inclusion_evalue),
-            "max_candidates": int(max_candidates)}
-
-
-def _write_manifest(outdir: Path, settings: dict[str, Any]) -> None:
-    from homalign.io.atomic import atomic_write
-
-    path = outdir / MANIFEST
-    if path.exists():
-        old = json.loads(path.read_text())
-        if old != settings:
-            diff = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
-            raise InputError(f"an MSA database with other settings is here ({', '.join(diff)} "
-                             "differ); use another directory", path=path)
-        return
-    with atomic_write(path) as fh:
-        json.dump(settings, fh, indent=1)
+from homalign.search.msadb_files import (
+    MANIFEST,
+    msa_filename,
+    open_msa_db,
+    settings_of,
+    write_manifest,
+)
 
 
 def _build_part(args: tuple) -> int:
@@ -115,7 +82,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
     out.mkdir(parents=True, exist_ok=True)
     for sid in seqdb.ids:
         msa_filename(sid)
-    _write_manifest(out, _settings(seqdb, iterations, inclusion_evalue, max_candidates))
+    write_manifest(out, settings_of(seqdb, iterations, inclusion_evalue, max_candidates))
     missing = sum(not (out / msa_filename(s)).exists() for s in seqdb.ids)
     if missing == 0:
         build_hmm_store(out, seqdb, progress=progress)
@@ -170,28 +137,6 @@ def _run_parallel(db: str, out: Path, jobs: int, iterations: int, inclusion: flo
                 bar.update(q.get_nowait())
             except queue_mod.Empty:
                 break
-
-
-def open_msa_db(outdir: str | os.PathLike, db: Any = None) -> Path:
-    """Check that ``outdir`` is a complete MSA database (of ``db`` when given); returns it."""
-    out = Path(outdir)
-    path = out / MANIFEST
-    if not path.exists():
-        raise InputError("not an MSA database (no msadb.json; build it with homalign makemsa)",
-                         path=out)
-    settings = json.loads(path.read_text())
-    if settings.get("format") != FORMAT:
-        raise InputError(f"not an MSA database (format {settings.get('format')!r})", path=path)
-    if db is not None:
-        if settings["database"] != _db_identity(db):
-            raise InputError("the MSA database was built for another sequence database",
-                             path=path)
-        missing = [s for s in db.ids if not (out / msa_filename(s)).exists()]
-        if missing:
-            raise InputError(f"the MSA database is incomplete: {len(missing)} of {len(db)} "
-                             "sequences have no MSA yet (rerun homalign makemsa to finish it)",
-                             path=out, record=missing[0])
-    return out
 
 
 NULL_PAIRS = 2000
@@ -267,16 +212,23 @@ _GRAPH: dict[str, tuple[dict[str, list[str]], dict[str, list[str]]]] = {}
 
 
 def _graph(outdir: str) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(owners, members) of the MSA graph: stored with the database's HMMs
+    (:func:`homalign.search.hmm_store.stored_graph`), else from the A3M files' headers."""
     if outdir not in _GRAPH:
+        from homalign.search.hmm_store import stored_graph
+
+        members = stored_graph(outdir)
+        if members is None:
+            members = {}
+            for path in sorted(Path(outdir).glob("*.a3m")):
+                owner = path.name[: -len(".a3m")]
+                with open(path, encoding="utf-8") as fh:
+                    heads = [line[1:].split(None, 1)[0] for line in fh
+                             if line.startswith(">") and len(line) > 2]
+                members[owner] = [m for m in heads[1:] if m != owner]
         owners: dict[str, list[str]] = {}
-        members: dict[str, list[str]] = {}
-        for path in sorted(Path(outdir).glob("*.a3m")):
-            owner = path.name[: -len(".a3m")]
-            with open(path, encoding="utf-8") as fh:
-                heads = [line[1:].split(None, 1)[0] for line in fh
-                         if line.startswith(">") and len(line) > 2]
-            members[owner] = [m for m in heads[1:] if m != owner]
-            for member in members[owner]:
+        for owner, ms in members.items():
+            for member in ms:
                 owners.setdefault(member, []).append(owner)
         _GRAPH.clear()
         _GRAPH[outdir] = (owners, members)
@@ -396,3 +348,8 @@ class LeaveQueryOut:
             msa = without_member(read_a3m(self.outdir / msa_filename(seq.id)), self.query_id)
             self._own[i] = ProteinRep(seq, source=Profile.from_msa(msa, **self.profile_options))
         return self._own[i]
+
+
+__all__ = ["MANIFEST", "NEIGHBOUR_SUPPORT", "LeaveQueryOut", "build_msa_db", "graph_candidates",
+           "member_index", "msa_filename", "msa_members", "neighbour_support", "neighbours",
+           "null_params", "open_msa_db", "without_member"]
