@@ -335,3 +335,31 @@ def test_to_biopython_keeps_ids_score_and_statistics():
     assert format(bio, "fasta").startswith(">sp|P1|QUERY\n")
     # the same columns as homalign's own gapped rows
     assert tuple(str(row) for row in bio) == aln.gapped(full=True)
+
+
+# --- SIGTERM / SIGHUP clean up as Ctrl-C does ------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_terminated_align_leaves_no_temporary_output(tmp_path, sig):
+    from homalign import examples
+
+    queries = tmp_path / "queries.fa"
+    records = examples.path("queries.fa").read_text()
+    # enough pairs to be running when the signal comes (ids made unique)
+    queries.write_text("".join(records.replace(">", f">r{k}_") for k in range(20)))
+    out = tmp_path / "out.txt"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "homalign", "align", str(queries),
+                             str(examples.path("db.fa")), "--method", "sw", "-o", str(out)],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".out.txt.*.tmp")):
+        assert proc.poll() is None, "align ended before it could be terminated"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + sig
+    assert f"terminated by {signal.Signals(sig).name}" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["queries.fa"]  # no out.txt, no temp

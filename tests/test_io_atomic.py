@@ -90,3 +90,39 @@ def test_missing_directory_raises(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         with atomic_write(tmp_path / "nope" / "x.txt"):
             pass
+
+
+def test_a_symlink_is_followed_and_kept(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real.name)
+    with atomic_write(link) as fh:
+        fh.write("new")
+    assert link.is_symlink() and real.read_text() == "new"
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to("made.txt")
+    with atomic_write(dangling) as fh:
+        fh.write("made")
+    assert dangling.is_symlink() and (tmp_path / "made.txt").read_text() == "made"
+    assert _leftovers(tmp_path) == ["dangling", "link.txt", "made.txt", "real.txt"]
+
+
+def test_a_device_or_named_pipe_is_written_in_place_not_replaced(tmp_path: Path) -> None:
+    import threading
+
+    before = os.stat("/dev/null")
+    with atomic_write("/dev/null") as fh:
+        fh.write("discarded")
+    after = os.stat("/dev/null")
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    with atomic_write(fifo, "wb") as fh:
+        fh.write(b"through the pipe")
+    reader.join(timeout=10)
+    assert got == [b"through the pipe"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and _leftovers(tmp_path) == ["pipe"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from homalign.dp import GapCosts, align_score, lanes_int
+from homalign.errors import InputError
 from homalign.matrices import score_matrix
 from homalign.search import SequenceDB, rank_hits, search, search_many, write_hits
 from homalign.search.prefilter import build_kmer_index, exact_matches, kmer_ids, prefilter
@@ -248,6 +249,17 @@ def test_tab_a3m_pair_output(small_db, tmp_path):
     buf = io.StringIO()
     write_hits(buf, [(q, hits[:2])], fmt="pair")
     assert buf.getvalue().count(f">{q.id} vs ") == 2
+    # several queries: one <id>.a3m each in the directory; an id that cannot be a file name in
+    # it (a path, a Pfam-style range) is refused before anything is written
+    many = tmp_path / "many"
+    two = [(q, hits), (Sequence("other", q.residues), hits[:1])]
+    write_hits(many, two, fmt="a3m")
+    assert sorted(p.name for p in many.iterdir()) == sorted([f"{q.id}.a3m", "other.a3m"])
+    for bad in ("../escaped", "sp|P1|X/1-100"):
+        with pytest.raises(InputError, match="cannot name an MSA file"):
+            write_hits(tmp_path / "none", [(q, hits), (Sequence(bad, q.residues), hits)],
+                       fmt="a3m")
+    assert not (tmp_path / "none").exists() and not (tmp_path / "escaped.a3m").exists()
 
 
 def test_rank_hits_orders_by_evalue_then_score():

@@ -97,6 +97,17 @@ def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):
     assert "not a homalign database" in capsys.readouterr().err
     assert main(["makedb", str(empty), str(tmp_path / "db")]) == 2
     assert not (tmp_path / "db").exists()
+    # -o naming an input (directly or through a link) would replace it with the hits
+    copy = tmp_path / "copy.fa"
+    copy.write_bytes(fasta.read_bytes())
+    link = tmp_path / "link.fa"
+    link.symlink_to(copy)
+    for args in (["search", str(copy), str(copy), "-o", str(copy)],
+                 ["search", str(copy), str(copy), "-o", str(link)],
+                 ["align", str(copy), str(copy), "--method", "sw", "-o", str(link)]):
+        assert main([*args, "--no-progress"] if args[0] == "search" else args) == 2
+        assert "the output file is an input file" in capsys.readouterr().err
+        assert copy.read_bytes() == fasta.read_bytes()
 
 
 def _first_member_as_query(fasta: Path, family: dict[str, str], tmp_path: Path) -> tuple[str, Path]:

@@ -41,11 +41,41 @@ def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
                 _no_abbreviations(child)
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised in the main thread so that what a verb was writing is cleaned
+    up on the way out (a temporary output file, a half-built database), as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # the verb's usage and name, as `homalign search: error: ...`, not the top level's
         args._parser.error("unrecognized arguments: " + " ".join(extra))
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = {s: signal.signal(s, _raise_terminated) for s in caught} if main_thread else {}
+    try:
+        return _run(args)
+    except Terminated as stop:
+        print(f"homalign: terminated by {signal.Signals(stop.signum).name}", file=sys.stderr)
+        return 128 + stop.signum
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:

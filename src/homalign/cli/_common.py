@@ -203,6 +203,19 @@ def output_columns(args: argparse.Namespace, default: str) -> tuple[str, tuple[s
 
 
 @contextlib.contextmanager
+def check_output(out: str, *inputs: str | None) -> None:
+    """InputError when ``-o OUT`` is one of the command's input files (by path or through a
+    link): the output would replace the input it is made from."""
+    if out == STDIN or not os.path.exists(out):
+        return
+    for path in inputs:
+        if path is None or path == STDIN or not os.path.exists(path):
+            continue
+        if os.path.samefile(out, path) and os.path.isfile(path):
+            raise InputError("the output file is an input file; choose another -o",
+                             path=out)
+
+
 def output_stream(path: str) -> Iterator[Any]:
     """Standard output for ``-`` (each write flushed by the caller), else the file, written
     atomically (complete or absent)."""

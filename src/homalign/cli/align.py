@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from homalign.threads import set_threads
 
     _common.check_one_stdin(args.query, args.target, args.template)
+    _common.check_output(args.out, args.query, args.target, args.template,
+                         getattr(args, "homologs", None))
     fmt, columns = _common.output_columns(args, "pair")
     options = _common.method_options(args)
     _common.check_method_options(args.method, options)

@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from homalign.threads import set_threads
 
     fmt, columns = _common.output_columns(args, "tab")
+    _common.check_output(args.out, args.query, args.db)
     if args.aln:
         if fmt != "tab" or args.outfmt is not None:
             raise ValueError("--aln appends qseq sseq to --format tab; with --outfmt name them")

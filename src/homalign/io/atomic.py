@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -62,6 +63,10 @@ def atomic_write(
     fsynced and renamed over ``path``. If the body raises, the temporary file is removed, ``path``
     is left as it was (absent, or its old content), and the exception propagates.
 
+    A symbolic link is followed: the file it names is replaced, the link stays. A path that is
+    not a regular file (``/dev/null``, ``/dev/stdout``, a named pipe) cannot be replaced and is
+    written in place, as a shell's ``>`` would.
+
     Args:
         path: the destination file; its directory must exist.
         mode: ``"w"``/``"wt"`` (text, ``encoding``, ``\\n`` newlines) or ``"wb"`` (binary).
@@ -75,9 +80,20 @@ def atomic_write(
     if mode not in _MODES:
         raise ValueError(f"atomic_write mode must be one of {sorted(_MODES)}, not {mode!r}")
     target = Path(path)
-    directory = target.parent
-    if target.exists() and target.is_dir():
+    try:
+        st = os.stat(target)  # follows links
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(f"{target}: is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):  # a device, pipe or socket
+        with (open(target, "wb") if "b" in mode
+              else open(target, "w", encoding=encoding, newline="\n")) as handle:
+            yield handle
+        return
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    directory = target.parent
     if target.exists():
         permissions = target.stat().st_mode & 0o7777
     else:

@@ -194,6 +194,9 @@ def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit
         raise ValueError("a3m output needs a file or directory path")
     out = Path(path)  # type: ignore[arg-type]
     if len(results) > 1:
+        from homalign.search.msadb_files import msa_filename
+
+        names = [msa_filename(query.id) for query, _hits in results]  # all, before any write
         out.mkdir(parents=True, exist_ok=True)
-    for query, hits in results:
-        write_a3m(out / f"{query.id}.a3m" if len(results) > 1 else out, hits_msa(query, hits))
+    for k, (query, hits) in enumerate(results):
+        write_a3m(out / names[k] if len(results) > 1 else out, hits_msa(query, hits))
