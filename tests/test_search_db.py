@@ -105,6 +105,21 @@ def test_load_rejects_another_version(fasta: Path, tmp_path: Path):
         SequenceDB.load(out)
 
 
+@pytest.mark.parametrize("edit, field", [
+    (lambda m: [], "not a JSON object"),
+    (lambda m: {**m, "n_sequences": "abc"}, "n_sequences must be"),
+    (lambda m: {**m, "k": None}, "k must be"),
+    (lambda m: {**m, "files": None}, "files must be"),
+    (lambda m: {**m, "files": {**m["files"], "codes.npy": {"size": "1"}}}, "files/codes.npy"),
+])
+def test_load_names_a_hand_edited_manifest_field(fasta: Path, tmp_path: Path, edit, field):
+    out = makedb(fasta, tmp_path / "db")
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps(edit(manifest)))
+    with pytest.raises(InputError, match=field):
+        SequenceDB.load(out)
+
+
 def test_load_rejects_a_database_cut_short(fasta: Path, tmp_path: Path):
     out = makedb(fasta, tmp_path / "db")
     data = (out / "offsets.npy").read_bytes()

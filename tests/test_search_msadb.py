@@ -76,6 +76,19 @@ def test_unusable_ids_and_foreign_directories_are_errors(tmp_path):
         msa_filename("a/b")
     with pytest.raises(InputError, match="not an MSA database"):
         open_msa_db(tmp_path)
+    bad = tmp_path / "bad.fa"
+    bad.write_text(">ok\nMKVLAAGIVG\n>sp|P1|X/1-100\nMKVLAAGIVG\n")
+    with pytest.raises(InputError, match="cannot name an MSA file"):
+        build_msa_db(bad, tmp_path / "out", 1, progress=False)
+    assert not (tmp_path / "out").exists()  # nothing made
+
+
+@pytest.mark.parametrize("evalue", [float("nan"), float("inf"), 0.0, -1.0])
+def test_a_bad_inclusion_evalue_is_refused_before_the_manifest_is_written(dbfile, tmp_path,
+                                                                          evalue):
+    with pytest.raises(ValueError, match="inclusion E-value"):
+        build_msa_db(dbfile, tmp_path / "msa", 1, inclusion_evalue=evalue, progress=False)
+    assert not (tmp_path / "msa").exists()
 
 
 def test_search_scores_targets_with_their_database_msas(dbfile, tmp_path):

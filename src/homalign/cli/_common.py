@@ -202,7 +202,6 @@ def output_columns(args: argparse.Namespace, default: str) -> tuple[str, tuple[s
     return fmt, (BLAST_TAB_COLUMNS if fmt == "tab" else None)
 
 
-@contextlib.contextmanager
 def check_output(out: str, *inputs: str | None) -> None:
     """InputError when ``-o OUT`` is one of the command's input files (by path or through a
     link): the output would replace the input it is made from."""
@@ -216,6 +215,7 @@ def check_output(out: str, *inputs: str | None) -> None:
                              path=out)
 
 
+@contextlib.contextmanager
 def output_stream(path: str) -> Iterator[Any]:
     """Standard output for ``-`` (each write flushed by the caller), else the file, written
     atomically (complete or absent)."""

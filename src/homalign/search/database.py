@@ -66,6 +66,25 @@ _INDEX_LOCK = threading.Lock()
 _HEADER_BATCH = 65536
 
 
+def _check_manifest(manifest: dict, path: Path) -> None:
+    """InputError naming the first field of a makedb manifest that is missing or of the wrong
+    type (a hand-edited or damaged file), so that reading it cannot fail later."""
+    def bad(key: str, what: str) -> InputError:
+        return InputError(f"damaged manifest: {key} must be {what}", path=path)
+
+    for key in ("k", "n_sequences", "n_residues"):
+        value = manifest.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise bad(key, "a non-negative integer")
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise bad("files", "an object")
+    for name, entry in files.items():
+        if (not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str)
+                or not isinstance(entry.get("size"), int)):
+            raise bad(f"files/{name}", "an object with a sha256 string and an integer size")
+
+
 @dataclass
 class SequenceDB:
     """Protein sequences packed for search.
@@ -151,6 +170,8 @@ class SequenceDB:
             manifest = json.loads(manifest_path.read_text())
         except ValueError as exc:
             raise InputError(f"damaged manifest: {exc}", path=manifest_path) from None
+        if not isinstance(manifest, dict):
+            raise InputError("damaged manifest: not a JSON object", path=manifest_path)
         if manifest.get("format") != DB_FORMAT:
             raise InputError(f"not a homalign database (format {manifest.get('format')!r})",
                              path=manifest_path)
@@ -160,7 +181,8 @@ class SequenceDB:
                 f"database format version {version} is not supported (this homalign reads "
                 f"version {DB_FORMAT_VERSION}); rebuild it with `homalign makedb`",
                 path=manifest_path)
-        files = manifest.get("files", {})
+        _check_manifest(manifest, manifest_path)
+        files = manifest["files"]
         for name in ("headers.json", *(f"{a}.npy" for a in _ARRAYS)):
             p = dbdir / name
             if name not in files:
@@ -177,9 +199,10 @@ class SequenceDB:
         try:
             headers = json.loads((dbdir / "headers.json").read_text())
             arrays = {a: np.load(dbdir / f"{a}.npy", allow_pickle=False) for a in _ARRAYS}
-        except (ValueError, OSError) as exc:
-            raise InputError(f"database is damaged: {exc}", path=dbdir) from None
-        db = cls(headers["ids"], headers["descriptions"], arrays["codes"], arrays["offsets"],
+            ids, descriptions = headers["ids"], headers["descriptions"]
+        except (ValueError, OSError, KeyError, TypeError) as exc:
+            raise InputError(f"database is damaged: {exc!r}", path=dbdir) from None
+        db = cls(ids, descriptions, arrays["codes"], arrays["offsets"],
                  source=str(dbdir), k=int(manifest["k"]))
         if len(db) != int(manifest["n_sequences"]) or db.total_length != int(
                 manifest["n_residues"]):

@@ -77,11 +77,15 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
         raise ValueError("iterations must be at least 1")
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
+    if not (np.isfinite(inclusion_evalue) and inclusion_evalue > 0):
+        raise ValueError(f"inclusion E-value must be a positive number, got {inclusion_evalue}")
+    if max_candidates < 1:
+        raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
     seqdb = cached_database(str(db))
     out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
-    for sid in seqdb.ids:
+    for sid in seqdb.ids:  # every id can name a file, before anything is made
         msa_filename(sid)
+    out.mkdir(parents=True, exist_ok=True)
     write_manifest(out, settings_of(seqdb, iterations, inclusion_evalue, max_candidates))
     missing = sum(not (out / msa_filename(s)).exists() for s in seqdb.ids)
     if missing == 0:
@@ -92,6 +96,7 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
     bar = tqdm(total=len(seqdb), initial=len(seqdb) - missing, desc="MSAs", unit="seq",
                disable=not progress, dynamic_ncols=True)
     try:
+        jobs = min(jobs, missing)  # no worker without a sequence to do
         if jobs == 1:
             queue = _BarQueue(bar)
             _build_part((str(db), str(out), 0, 1, iterations, inclusion_evalue, max_candidates,
