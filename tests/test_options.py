@@ -4,6 +4,7 @@ does not declare (a misspelling, or one this method ignores) is an error naming 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +102,31 @@ def test_search_rejects_unknown_keywords(tmp_path):
         homalign.search(Q, str(db), method="sw", threshold=0.5)
     hits = homalign.search(Q, str(db), evalue=1e-3)
     assert hits and hits[0].target_id == "a"
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"evalue": "1e-3"}, TypeError, "evalue must be a number"),
+    ({"evalue": float("nan")}, ValueError, "evalue must be positive"),
+    ({"evalue": 0}, ValueError, "evalue must be positive"),
+    ({"max_hits": -5}, ValueError, "max_hits must be at least 1"),
+    ({"max_hits": 0}, ValueError, "max_hits must be at least 1"),
+    ({"max_hits": 1.5}, TypeError, "max_hits must be an integer"),
+    ({"iterations": 2.5}, TypeError, "iterations must be an integer"),
+    ({"iterations": True}, TypeError, "iterations must be an integer"),
+])
+def test_search_limits_of_the_wrong_kind_or_range_are_errors(tmp_path, kwargs, error, match):
+    db = tmp_path / "db.fa"
+    db.write_text(f">a\n{Q}\n>b\n{T}\n")
+    with pytest.raises(error, match=match):
+        homalign.search(Q, str(db), **kwargs)
+
+
+@pytest.mark.parametrize("bad", [None, 5, ["PAW"], Path("query.fa")])
+def test_a_query_that_is_not_a_sequence_or_string_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="must be a Sequence or a residue string"):
+        homalign.align(bad, T)
+    with pytest.raises(TypeError, match="must be a Sequence or a residue string"):
+        homalign.search(bad, "never-opened.fa")
 
 
 def test_score_functions_have_no_catch_all():

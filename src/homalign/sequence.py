@@ -22,6 +22,10 @@ class Sequence:
     source: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not isinstance(self.residues, str):
+            bad = self.id if not isinstance(self.id, str) else self.residues
+            raise TypeError(f"a Sequence's id and residues are str, got "
+                            f"{type(bad).__name__} {bad!r:.40}")
         object.__setattr__(self, "residues", self.residues.rstrip("*").upper())
         # validate once, eagerly, so bad input fails where it was read
         _ = self.codes
@@ -35,9 +39,15 @@ class Sequence:
 
 
 def as_sequence(value: Sequence | str, default_id: str = "seq") -> Sequence:
-    """Accept a Sequence or a plain residue string."""
+    """Accept a Sequence or a plain residue string (TypeError for anything else, e.g. a path:
+    read a FASTA file with :func:`read_sequences`)."""
     if isinstance(value, Sequence):
         return value
+    if not isinstance(value, str):
+        hint = " (read a FASTA file with homalign.read_sequences)" if isinstance(
+            value, Path) else ""
+        raise TypeError(f"{default_id} must be a Sequence or a residue string, got "
+                        f"{type(value).__name__}{hint}")
     return Sequence(default_id, value)
 
 

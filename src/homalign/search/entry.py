@@ -52,6 +52,29 @@ def check_search_options(method: str, options: dict[str, Any], iterative: bool =
     m.check_options({k: v for k, v in options.items() if k not in search_kw})
 
 
+def _check_limits(iterations: Any, options: dict[str, Any]) -> None:
+    """TypeError / ValueError for an ``iterations``, ``evalue`` or ``max_hits`` that is not a
+    number of the right kind and range (a string, NaN, a negative or fractional count)."""
+    import math
+    import numbers
+
+    def count(name: str, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+
+    count("iterations", iterations)
+    if options.get("max_hits") is not None:
+        count("max_hits", options["max_hits"])
+    if "evalue" in options:
+        e = options["evalue"]
+        if isinstance(e, bool) or not isinstance(e, numbers.Real):
+            raise TypeError(f"evalue must be a number, got {type(e).__name__} {e!r}")
+        if not e > 0 or math.isnan(e):
+            raise ValueError(f"evalue must be positive, got {e}")
+
+
 def run_search(
     query: Sequence | str,
     db: Any,
@@ -61,8 +84,7 @@ def run_search(
     **options: Any,
 ) -> list:
     """:func:`homalign.api.search` (see there)."""
-    if iterations < 1:
-        raise ValueError(f"iterations must be at least 1, got {iterations}")
+    _check_limits(iterations, options)
     iterative = iterations > 1 or options.get("target_msa") is not None
     profile_round = options.pop("profile_round", None)
     if profile_round is not None and (iterative or not isinstance(profile_round, bool)):
