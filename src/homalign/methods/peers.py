@@ -161,6 +161,12 @@ def phmmer_align(query: Sequence, target: Sequence, *, evalue: float = 1e9,
     from pyhmmer.easel import Alphabet, DigitalSequenceBlock, TextSequence
     from pyhmmer.plan7 import Background, Builder, Pipeline
 
+    # HMMER's own limits (hmmbuild --popen [0, 0.5), --pextend [0, 1)); pyhmmer fails deep
+    # inside its builder otherwise
+    if not 0.0 <= popen < 0.5:
+        raise ValueError(f"popen is a gap open probability in [0, 0.5), got {popen}")
+    if not 0.0 <= pextend < 1.0:
+        raise ValueError(f"pextend is a gap extend probability in [0, 1), got {pextend}")
     abc = Alphabet.amino()
     q = TextSequence(name=b"query", sequence=query.residues).digitize(abc)
     t = TextSequence(name=b"target", sequence=target.residues).digitize(abc)
