@@ -19,6 +19,12 @@ def test_cigar_and_gapped_strings():
     assert a.n_gap_opens == 1
 
 
+def test_identity_counts_residues_by_code_as_the_scores_do():
+    # a query's U/O/J against a makedb database's stored C/K/X (and either case) are identical
+    a = make([[0, 0], [1, 1], [2, 2], [3, 3]], q="UOJA", t="ckxW")
+    assert a.n_identical == 3 and a.identity == 0.75
+
+
 def test_cigar_deletion_then_insertion():
     assert cigar_from_pairs(np.array([[0, 0], [1, 3], [4, 4]])) == "1M2D1M2I1M"
 

@@ -183,6 +183,9 @@ def test_a_store_of_other_weights_is_refused_naming_both(proteins, tmp_path: Pat
     (out / "learned_residues.npy").write_bytes(b"short")
     with pytest.raises(InputError, match="cut short"):
         search(proteins[0], open_database(out), method="learned")
+    (out / STORE_JSON).unlink()  # makedb's manifest lists the store: missing is damage
+    with pytest.raises(InputError, match="embeddings are missing"):
+        search(proteins[0], open_database(out), method="learned")
 
 
 def test_a_killed_makedb_leaves_nothing_a_later_run_does_not_clean(proteins, tmp_path) -> None:

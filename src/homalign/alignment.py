@@ -80,9 +80,13 @@ class Alignment:
 
     @property
     def n_identical(self) -> int:
-        q = np.frombuffer(self.query.encode(), dtype=np.uint8)
-        t = np.frombuffer(self.target.encode(), dtype=np.uint8)
-        return int((q[self.pairs[:, 0]] == t[self.pairs[:, 1]]).sum()) if self.length else 0
+        """Aligned pairs of the same residue (by code: U and C are one, as the scores have it)."""
+        from homalign.alphabet import letter_codes
+
+        if not self.length:
+            return 0
+        q, t = letter_codes(self.query), letter_codes(self.target)
+        return int((q[self.pairs[:, 0]] == t[self.pairs[:, 1]]).sum())
 
     @property
     def identity(self) -> float:

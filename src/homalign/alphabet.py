@@ -56,6 +56,13 @@ def encode(seq: str, *, path: str | Path | None = None, record: str | None = Non
     return codes
 
 
+def letter_codes(seq: str) -> np.ndarray:
+    """Each letter's code as :func:`encode` gives it (U as C, O as K, J as X; either case),
+    without checking: a letter outside the alphabet gets 255. Comparing these, not letters,
+    counts a query's U and a database's stored C as the same residue."""
+    return _LOOKUP[np.frombuffer(seq.encode("ascii", "replace"), dtype=np.uint8)]
+
+
 def decode(codes: np.ndarray) -> str:
     """Turn codes back into an upper-case residue string."""
     return "".join(ALPHABET[int(c)] for c in codes)

@@ -173,6 +173,14 @@ def load_store(dbdir: Path, n_residues: int, verify: bool = False) -> EmbeddingS
     return EmbeddingStore(str(meta["weights"]), arr)
 
 
+def _manifest_lists_store(dbdir: Path) -> bool:
+    """Whether ``makedb`` wrote learned embeddings into ``dbdir`` (its manifest's ``learned``)."""
+    try:
+        return bool(json.loads((dbdir / "manifest.json").read_text()).get("learned"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def store_for(db: Any, ranking: Any) -> EmbeddingStore:
     """The embeddings ``search`` scores ``db`` with under ``ranking``: the database's stored
     ones (their fingerprint must be the weights'), else computed now and kept on ``db``."""
@@ -183,6 +191,9 @@ def store_for(db: Any, ranking: Any) -> EmbeddingStore:
     store = None
     if db.source is not None and Path(db.source).is_dir():
         store = load_store(Path(db.source), db.total_length)
+        if store is None and _manifest_lists_store(Path(db.source)):
+            raise InputError(f"the database's learned embeddings are missing ({STORE_JSON}); "
+                             "rebuild it with `homalign makedb --force`", path=db.source)
         if store is not None and store.fingerprint != ranking.fingerprint:
             raise InputError(
                 f"the database's learned embeddings were made with weights {store.fingerprint}, "
