@@ -48,6 +48,27 @@ def test_search_reads_the_query_from_stdin(files):
     assert from_pipe.stdout == from_file.stdout and from_pipe.stdout.count(b"\n") >= 3
 
 
+def test_gzip_by_its_magic_bytes_and_a_byte_order_mark_are_read_from_stdin_and_pipes(
+        files, tmp_path):
+    import gzip
+
+    q, db, _ = files
+    from_file = _homalign("search", str(q), str(db))
+    for data in (gzip.compress(q.read_bytes()), b"\xef\xbb\xbf" + q.read_bytes()):
+        r = _homalign("search", "-", str(db), stdin=data)
+        assert r.returncode == 0, r.stderr.decode()
+        assert r.stdout == from_file.stdout
+    fifo = tmp_path / "query-pipe"  # a named pipe (as <(zcat q.fa.gz)): nothing lost to a peek
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([HOMALIGN, "search", str(fifo), str(db)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=ENV)
+    with open(fifo, "wb") as fh:
+        fh.write(gzip.compress(q.read_bytes()))
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()
+    assert out == from_file.stdout
+
+
 def test_align_reads_stdin_and_names_it_in_errors(files):
     q, db, _ = files
     r = _homalign("align", "-", str(q), "--method", "sw", "--format", "tab",

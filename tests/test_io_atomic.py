@@ -126,3 +126,21 @@ def test_a_device_or_named_pipe_is_written_in_place_not_replaced(tmp_path: Path)
     reader.join(timeout=10)
     assert got == [b"through the pipe"]
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and _leftovers(tmp_path) == ["pipe"]
+
+
+def test_an_unwritable_destination_is_named_not_its_temporary_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"out\.txt: no such directory: .*nodir$"):
+        with atomic_write(tmp_path / "nodir" / "out.txt") as fh:
+            fh.write("x")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    os.chmod(locked, 0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root writes anywhere: nothing to refuse
+            return
+        with pytest.raises(PermissionError, match=r"out\.txt: cannot write") as err:
+            with atomic_write(locked / "out.txt") as fh:
+                fh.write("x")
+        assert ".tmp" not in str(err.value)
+    finally:
+        os.chmod(locked, 0o700)

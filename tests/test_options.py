@@ -186,3 +186,24 @@ def test_cli_extra_argument_is_an_error_of_its_verb(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("usage: homalign align ")
     assert f"homalign align: error: unrecognized arguments: {q}" in err
+
+
+@pytest.mark.parametrize("method, option, value", [
+    ("sw", "gap_open", -5.0), ("sw", "gap_extend", float("nan")), ("pssm", "gap_open", -1.0),
+    ("learned", "threshold", 2.0), ("learned", "threshold", -1.0), ("blastp", "timeout", 0.0),
+    ("blastp", "word_size", 0), ("blastp", "evalue", -1.0), ("phmmer", "popen", 0.5),
+    ("prof-sim", "scale", 0.0)])
+def test_a_number_outside_its_options_range_is_an_error_naming_the_range(method, option, value):
+    with pytest.raises(OptionError, match=rf"{option}=.* must be [\[(<>]"):
+        get_method(method).check_options({option: value})
+
+
+def test_out_of_range_and_unlisted_values_are_errors_on_the_command_line(tmp_path, capsys):
+    from homalign import examples
+
+    q, t = str(examples.path("query.fa")), str(examples.path("target.fa"))
+    assert main(["align", q, t, "--method", "sw", "--gap-open", "-5"]) == 2
+    assert "gap_open=-5.0 must be >= 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:  # argparse checks a declared choice itself
+        main(["align", q, t, "--method", "blastp", "--comp-based-stats", "7"])
+    assert stop.value.code == 2 and "invalid choice: 7" in capsys.readouterr().err

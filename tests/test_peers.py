@@ -138,5 +138,5 @@ def test_hhalign_maxres_bound_aligns_as_the_default(alad_pair, monkeypatch):
 @pytest.mark.parametrize("option", [{"popen": 2.0}, {"popen": float("nan")}, {"popen": 0.5},
                                     {"pextend": -0.5}, {"pextend": 1.0}])
 def test_phmmer_gap_probabilities_outside_hmmers_range_are_errors(alad_pair, option):
-    with pytest.raises(ValueError, match="probability in"):
+    with pytest.raises(ValueError, match=r"must be \[0, (0.5|1)\)"):
         get_method("phmmer").align(alad_pair.query, alad_pair.target, **option)

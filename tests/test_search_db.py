@@ -80,6 +80,9 @@ def test_makedb_refuses_to_overwrite_unless_asked(fasta: Path, tmp_path: Path):
     plain.mkdir()
     with pytest.raises(InputError, match="not a homalign database"):
         makedb(fasta, plain, overwrite=True)
+    with pytest.raises(InputError, match="refusing to replace a file"):
+        makedb(fasta, fasta, overwrite=True)
+    assert fasta.is_file() and len(SequenceDB.from_fasta(fasta)) == 60
 
 
 def test_makedb_failure_leaves_no_directory(fasta: Path, tmp_path: Path, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from homalign.alignment import Alignment
 from homalign.io import read_a3m
@@ -62,6 +63,9 @@ def test_build_msa_collects_family_and_rebuilds_profile():
     prof = Profile.from_msa(msa)
     assert prof.query.residues == QUERY.residues
     assert prof.neff > 1.0
+    for bad in (float("nan"), float("inf"), 0.0, -1.0):  # PSI-BLAST's -inclusion_ethresh
+        with pytest.raises(ValueError, match="inclusion E-value must be a positive number"):
+            build_msa(QUERY, db, 2, inclusion_evalue=bad, search_fn=fake_search)
 
 
 def test_cached_msa_writes_a3m(tmp_path, monkeypatch):

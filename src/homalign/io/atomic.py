@@ -98,7 +98,12 @@ def atomic_write(
         permissions = target.stat().st_mode & 0o7777
     else:
         permissions = _default_permissions()
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:  # name the file asked for, not the temporary one
+        if not directory.is_dir():
+            raise FileNotFoundError(f"{target}: no such directory: {directory}") from None
+        raise type(exc)(f"{target}: cannot write: {exc.strerror}") from None
     tmp = Path(tmp_name)
     try:
         if "b" in mode:

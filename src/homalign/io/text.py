@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import zlib
@@ -35,18 +36,21 @@ def _gzip_lines(handle, path: Path) -> Iterator[tuple[int, bytes]]:
 
 def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` (1-based, without the line ending) of a UTF-8 text file
-    (gzip-compressed when its name ends in ``.gz``).
+    (gzip-compressed when it starts with gzip's magic bytes, whatever its name: standard input
+    too).
 
     Lines are decoded one at a time so that a decoding error names its exact line. ``\\r\\n``
-    line endings are accepted.
+    line endings and a leading byte-order mark are accepted.
     """
     p = check_readable(path)
     try:
-        gz = p.suffix == ".gz"
-        handle = gzip.open(p, "rb") if gz else open(p, "rb")
+        plain = open(p, "rb")  # noqa: SIM115  (closed below, or by the gzip reader's stack)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=p) from None
-    with handle:
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(plain)
+        gz = plain.peek(2)[:2] == b"\x1f\x8b"  # peeked, not read: a pipe loses nothing
+        handle = stack.enter_context(gzip.GzipFile(fileobj=plain, mode="rb")) if gz else plain
         for number, raw in (_gzip_lines(handle, p) if gz else enumerate(handle, 1)):
             try:
                 line = raw.decode("utf-8")
@@ -57,4 +61,6 @@ def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
                     line=number,
                     column=exc.start + 1,
                 ) from None
+            if number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
             yield number, line.rstrip("\r\n")

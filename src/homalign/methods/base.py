@@ -33,7 +33,8 @@ class Option:
     (None: unset, the method decides) and a one-line ``help``. ``choices`` limits the values;
     ``cli=False`` keeps it off the command line (it needs a Python object, or the CLI sets it
     from another flag); ``api_types`` overrides which Python types a value may have (None: any,
-    e.g. a path or a loaded database)."""
+    e.g. a path or a loaded database). ``low`` / ``high`` bound a number (NaN never passes);
+    ``open`` names the bounds a value may not equal ("low", "high" or "both")."""
 
     name: str
     type: type = str
@@ -42,6 +43,29 @@ class Option:
     choices: tuple | None = None
     cli: bool = True
     api_types: tuple | None = ()
+    low: float | None = None
+    high: float | None = None
+    open: str = ""
+
+    def range_text(self) -> str:
+        """The allowed range, as ``[0, 0.5)``, ``>= 0`` or ``> 0``."""
+        lo_open, hi_open = self.open in ("low", "both"), self.open in ("high", "both")
+        if self.high is None:
+            return f"{'>' if lo_open else '>='} {self.low:g}"
+        if self.low is None:
+            return f"{'<' if hi_open else '<='} {self.high:g}"
+        return f"{'(' if lo_open else '['}{self.low:g}, {self.high:g}{')' if hi_open else ']'}"
+
+    def in_range(self, value: Any) -> bool:
+        import math
+
+        v = float(value)
+        if math.isnan(v):
+            return False
+        lo_open, hi_open = self.open in ("low", "both"), self.open in ("high", "both")
+        if self.low is not None and (v < self.low or (lo_open and v == self.low)):
+            return False
+        return not (self.high is not None and (v > self.high or (hi_open and v == self.high)))
 
     @property
     def flag(self) -> str:
@@ -75,6 +99,10 @@ class Option:
         if bad_type and self.choices is None:
             raise OptionError(f"method {method!r}: option {self.name} must be "
                               f"{self.type.__name__}, got {type(value).__name__} {value!r}")
+        if ((self.low is not None or self.high is not None) and isinstance(value, _NUMBER)
+                and not self.in_range(value)):
+            raise OptionError(f"method {method!r}: option {self.name}={value!r} must be "
+                              f"{self.range_text()}")
 
 
 def describe_options(options: Iterable[Option]) -> str:

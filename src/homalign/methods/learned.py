@@ -471,7 +471,8 @@ def _align_homologs(query: Sequence, target: Sequence, *, homologs: Any = None,
 #: the options of ``learned`` and ``learned-homologs`` (the one place they are declared)
 LEARNED_OPTIONS = (
     Option("threshold", float, None, "MEA threshold: pairs whose posterior beats it (default: "
-           "the bundled config's; with homologs, the consistency threshold)"),
+           "the bundled config's; with homologs, the consistency threshold)", low=0.0, high=1.0,
+           open="high"),
     Option("decode", str, "mea", "mea (maximum expected accuracy) or viterbi (best path)",
            choices=("mea", "viterbi")),
     Option("mode", str, None, "path model of the posteriors: local, glocal, global... "

@@ -161,12 +161,6 @@ def phmmer_align(query: Sequence, target: Sequence, *, evalue: float = 1e9,
     from pyhmmer.easel import Alphabet, DigitalSequenceBlock, TextSequence
     from pyhmmer.plan7 import Background, Builder, Pipeline
 
-    # HMMER's own limits (hmmbuild --popen [0, 0.5), --pextend [0, 1)); pyhmmer fails deep
-    # inside its builder otherwise
-    if not 0.0 <= popen < 0.5:
-        raise ValueError(f"popen is a gap open probability in [0, 0.5), got {popen}")
-    if not 0.0 <= pextend < 1.0:
-        raise ValueError(f"pextend is a gap extend probability in [0, 1), got {pextend}")
     abc = Alphabet.amino()
     q = TextSequence(name=b"query", sequence=query.residues).digitize(abc)
     t = TextSequence(name=b"target", sequence=target.residues).digitize(abc)
@@ -294,21 +288,26 @@ def mmseqs_align(query: Sequence, target: Sequence, *, gap_open: float = 11,
                       bits=float(best[7]))
 
 
-_TIMEOUT = Option("timeout", float, TIMEOUT_S, "seconds before the program is stopped")
-_GAPS = (Option("gap_open", float, 11, "gap open cost, a whole number (BLAST convention)"),
-         Option("gap_extend", float, 1, "gap extend cost, a whole number"))
+_TIMEOUT = Option("timeout", float, TIMEOUT_S, "seconds before the program is stopped", low=0.0,
+                  open="low")
+_GAPS = (Option("gap_open", float, 11, "gap open cost, a whole number (BLAST convention)",
+                low=0.0),
+         Option("gap_extend", float, 1, "gap extend cost, a whole number", low=0.0))
 BLASTP_OPTIONS = (
     Option("matrix", str, "BLOSUM62", "substitution matrix (-matrix)"), *_GAPS,
-    Option("evalue", float, 1e6, "E-value cut-off of the reported HSP (-evalue)"),
-    Option("word_size", int, None, "seed word size (-word_size; BLAST's default 3)"),
+    Option("evalue", float, 1e6, "E-value cut-off of the reported HSP (-evalue)", low=0.0,
+           open="low"),
+    Option("word_size", int, None, "seed word size (-word_size; BLAST's default 3)", low=2,
+           high=7),
     Option("comp_based_stats", int, None, "composition-based statistics 0-3 "
-           "(-comp_based_stats; BLAST's default 2)"),
+           "(-comp_based_stats; BLAST's default 2)", choices=(0, 1, 2, 3)),
     _TIMEOUT,
 )
 PHMMER_OPTIONS = (
-    Option("evalue", float, 1e9, "E-value cut-off of the reported domain"),
-    Option("popen", float, 0.02, "gap open probability of the single-sequence HMM"),
-    Option("pextend", float, 0.4, "gap extend probability"),
+    Option("evalue", float, 1e9, "E-value cut-off of the reported domain", low=0.0, open="low"),
+    Option("popen", float, 0.02, "gap open probability of the single-sequence HMM", low=0.0,
+           high=0.5, open="high"),
+    Option("pextend", float, 0.4, "gap extend probability", low=0.0, high=1.0, open="high"),
 )
 HHALIGN_OPTIONS = (
     Option("query_a3m", str, None, "the query's MSA (A3M, first row the query)", api_types=None),

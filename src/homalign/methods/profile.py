@@ -78,8 +78,9 @@ _HHM_FILES = (
 )
 _MATRIX = Option("matrix", str, "BLOSUM62", "substitution matrix of the pseudocounts")
 _GAPS = (
-    Option("gap_open", float, 11.0, "gap open cost (a gap of length k costs open + k * extend)"),
-    Option("gap_extend", float, 1.0, "gap extend cost"),
+    Option("gap_open", float, 11.0, "gap open cost (a gap of length k costs open + k * extend)",
+           low=0.0),
+    Option("gap_extend", float, 1.0, "gap extend cost", low=0.0),
 )
 
 
@@ -93,7 +94,8 @@ def _counts(pseudocounts: str, admix: str) -> tuple[Option, ...]:
 
 def _profile_score(shift: float | None, scale: float | None) -> tuple[Option, ...]:
     return (Option("shift", float, shift, "score=prof_sim: column-score shift (default 0.40)"),
-            Option("scale", float, scale, "score=prof_sim: column-score scale (default 48)"))
+            Option("scale", float, scale, "score=prof_sim: column-score scale (default 48)",
+                   low=0.0, open="low"))
 
 
 def _float_or_auto(text: str) -> float | str:

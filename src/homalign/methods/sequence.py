@@ -19,8 +19,9 @@ from homalign.sequence import Sequence
 #: the options of every sequence method (the one place they are declared)
 SEQUENCE_OPTIONS = (
     Option("matrix", str, "BLOSUM62", "substitution matrix (BLOSUM62, BLOSUM45, PAM250, ...)"),
-    Option("gap_open", float, 11.0, "gap open cost: a gap of length k costs open + k * extend"),
-    Option("gap_extend", float, 1.0, "gap extend cost (per gap residue)"),
+    Option("gap_open", float, 11.0, "gap open cost: a gap of length k costs open + k * extend",
+           low=0.0),
+    Option("gap_extend", float, 1.0, "gap extend cost (per gap residue)", low=0.0),
 )
 SEQUENCE_DEFAULTS = {o.name: o.default for o in SEQUENCE_OPTIONS}
 

@@ -407,6 +407,8 @@ def _build(outdir: str | Path,
     outdir = Path(outdir)
     if outdir.exists() and not overwrite:
         raise InputError("output exists (pass overwrite / --force to replace it)", path=outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError("refusing to replace a file with a database directory", path=outdir)
     if outdir.exists() and not (outdir / MANIFEST).exists():
         raise InputError("refusing to replace a directory that is not a homalign database",
                          path=outdir)

@@ -383,7 +383,7 @@ def search(
     hits (:func:`_through_neighbours`); False: direct scores only. A learned score of a strong
     candidate is net of the reverse null (:func:`_reverse_corrected`).
     """
-    if evalue <= 0:
+    if not evalue > 0:  # NaN too
         raise ValueError(f"evalue must be positive, got {evalue}")
     q = check_query(query, max_query_length)
     if not isinstance(db, SequenceDB):

@@ -79,6 +79,8 @@ def build_msa(
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")
+    if not (0 < inclusion_evalue < float("inf")):
+        raise ValueError(f"inclusion E-value must be a positive number, got {inclusion_evalue}")
     if search_fn is None:
         from homalign.search.engine import search as search_fn
     if isinstance(db, (str, os.PathLike)):

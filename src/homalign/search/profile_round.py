@@ -159,7 +159,7 @@ def profile_search(query: Sequence | str, db: Any, method: str = "learned", *,
     from homalign.search.tail_calibration import bits_from_evalue, reported_evalues
 
     del neighbours
-    if evalue <= 0:
+    if not evalue > 0:  # NaN too
         raise ValueError(f"evalue must be positive, got {evalue}")
     q = check_query(query, MAX_QUERY_LENGTH if max_query_length is None else max_query_length)
     if not isinstance(db, SequenceDB):
