@@ -256,10 +256,10 @@ def test_calibration_cache_follows_the_method_fingerprint(tmp_path, monkeypatch)
     assert len(list((tmp_path / "evd").glob("sw-fp-*.json"))) == 2
 
 
-def _gumbel_regression_sample(rng, k: int):
-    """Scores of a known ``"gumbel-regression"`` law at lengths 30-3,000."""
-    m = np.exp(rng.uniform(np.log(30), np.log(3000), k))
-    n = np.exp(rng.uniform(np.log(30), np.log(3000), k))
+def _gumbel_regression_sample(rng, k: int, longest: float = stats.REGRESSION_MAX_LENGTH):
+    """Scores of a known ``"gumbel-regression"`` law at lengths 30-``longest``."""
+    m = np.exp(rng.uniform(np.log(30), np.log(longest), k))
+    n = np.exp(rng.uniform(np.log(30), np.log(longest), k))
     true = stats.EVDParams(1.0, 1.0, model="gumbel-regression",
                            coef=(20.0, -3.0, 0.2, 10.0, -11.0), scale_coef=(-2.0, 0.25),
                            min_log_mn=float(np.log(m * n).min()))
@@ -276,7 +276,7 @@ def test_gumbel_regression_recovers_its_law_and_its_pvalues_are_uniform():
     s2, m2, n2, _ = _gumbel_regression_sample(np.random.default_rng(12), 30_000)
     for law in (fit, stats.fit_gumbel_regression(s, m, n)):  # whole and upper-fifth fits
         p = stats.pair_pvalues(s2, law, m2, n2)
-        long = np.minimum(m2, n2) > 1000
+        long = np.minimum(m2, n2) > 600
         for sel in (~long, long):  # the same calibration at every length
             assert 0.07 < np.mean(p[sel] <= 0.1) < 0.13
             assert 0.005 < np.mean(p[sel] <= 0.01) < 0.016
@@ -284,6 +284,30 @@ def test_gumbel_regression_recovers_its_law_and_its_pvalues_are_uniform():
     b = stats.bit_score(np.array([30.0, 3000.0]), fit, 300, 300)
     assert b[0] == pytest.approx(np.log2(9e4 / stats.pair_pvalues(30.0, fit, 300, 300)))
     assert np.isfinite(b[1]) and b[1] > 1000
+
+
+def test_past_its_longest_length_a_regression_law_is_the_maximum_over_stretches():
+    """A sequence k times the longest length is k stretches of it: the chance law of the best
+    of k independent scores (P ≈ k P_L far out), not the regression extrapolated (whose
+    location drifts down: long random queries got tiny E-values)."""
+    rng = np.random.default_rng(5)
+    _, _, _, law = _gumbel_regression_sample(rng, 10)
+    L = stats.REGRESSION_MAX_LENGTH
+    mu_l, beta_l = stats.location_scale(law, L, 150)
+    for k in (2, 8, 20):
+        mu, beta = stats.location_scale(law, k * L, 150)
+        assert beta == pytest.approx(beta_l) and mu == pytest.approx(mu_l + beta_l * np.log(k))
+        # the best of k draws at length L has exactly this law
+        draws = mu_l - beta_l * np.log(-np.log(rng.random((20_000, k))))
+        p = stats.pair_pvalues(draws.max(axis=1), law, k * L, 150)
+        assert 0.08 < np.mean(p <= 0.1) < 0.12 and 0.006 < np.mean(p <= 0.01) < 0.014
+    both, _ = stats.location_scale(law, 4 * L, 3 * L)
+    at_l, _ = stats.location_scale(law, L, L)
+    assert both == pytest.approx(at_l + stats.location_scale(law, L, L)[1] * np.log(12))
+    inside = stats.location_scale(law, [300.0, L], [150.0, 150.0])[0]  # as fitted up to L
+    X, _ = stats._gumbel_regression_design(np.array([300.0, L]), np.array([150.0, 150.0]),
+                                           law.min_log_mn)
+    np.testing.assert_array_equal(inside, X @ np.array(law.coef))
 
 
 def test_gumbel_regression_refuses_lengths_it_cannot_separate():
