@@ -197,6 +197,9 @@ def test_cli_makemsa_then_search_with_the_msa_database(dbfile, tmp_path, monkeyp
     assert main(["search", str(query), str(dbfile), "--neighbour-support", "1",
                  "--no-progress"]) == 2
     assert "--neighbour-support needs --target-msa" in capsys.readouterr().err
+    for flag in (["--workers", "2"], ["--shard", "db"]):  # Ray's options without --ray
+        assert main(["search", str(query), str(dbfile), *flag, "--no-progress"]) == 2
+        assert "--workers and --shard are for --ray" in capsys.readouterr().err
     assert main(["search", str(query), str(dbfile), "--method", "hhm", "--target-msa",
                  str(tmp_path / "nothing"), "--no-progress"]) == 2
     assert "not an MSA database" in capsys.readouterr().err

@@ -80,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "results are written when all shards are done")
     p.add_argument("--workers", type=_common.positive_int, default=None,
                    help="number of Ray workers with --ray (default: --threads)")
-    p.add_argument("--shard", choices=("queries", "db"), default="queries",
+    p.add_argument("--shard", choices=("queries", "db"), default=None,
                    help="with --ray: split the queries (default) or the database")
     _common.add_threads(p, "threads for numba, torch and BLAS; results are the same at any "
                            "count")
@@ -160,7 +160,7 @@ def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any],
                           prefilter=not args.exhaustive, prefilter_options=pf_opts,
                           traceback=traceback, **pssm, **own)
     return search_ray(queries, db, args.method, address=args.ray, workers=workers,
-                      shard=args.shard, evalue=args.evalue, max_hits=args.max_hits,
+                      shard=args.shard or "queries", evalue=args.evalue, max_hits=args.max_hits,
                       prefilter=not args.exhaustive, prefilter_options=pf_opts,
                       traceback=traceback, **_round(args), **opts)
 
@@ -222,6 +222,9 @@ def run(args: argparse.Namespace) -> int:
         _common.check_method_options(args.method, opts)
     if args.neighbour_support is not None and args.target_msa is None:
         raise ValueError("--neighbour-support needs --target-msa")
+    if args.ray is None and (args.workers is not None or args.shard is not None):
+        raise ValueError("--workers and --shard are for --ray (without it, -j N sets the "
+                         "worker processes)")
     if args.msa_db is not None and args.iterations < 2:
         raise ValueError("--msa-db needs --iterations 2 or more (it builds the query's MSA)")
     if args.profile_round is not None and (args.iterations > 1 or args.target_msa is not None
