@@ -260,6 +260,10 @@ def test_tab_a3m_pair_output(small_db, tmp_path):
             write_hits(tmp_path / "none", [(q, hits), (Sequence(bad, q.residues), hits)],
                        fmt="a3m")
     assert not (tmp_path / "none").exists() and not (tmp_path / "escaped.a3m").exists()
+    write_hits(f"{tmp_path / 'one'}/", [(q, hits)], fmt="a3m")  # a directory by its slash
+    write_hits(many, [(q, hits[:1])], fmt="a3m")  # an existing directory
+    assert [p.name for p in (tmp_path / "one").iterdir()] == [f"{q.id}.a3m"]
+    assert read_a3m(many / f"{q.id}.a3m").ids == [q.id, hits[0].target_id]
 
 
 def test_rank_hits_orders_by_evalue_then_score():

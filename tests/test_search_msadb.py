@@ -81,6 +81,14 @@ def test_unusable_ids_and_foreign_directories_are_errors(tmp_path):
     with pytest.raises(InputError, match="cannot name an MSA file"):
         build_msa_db(bad, tmp_path / "out", 1, progress=False)
     assert not (tmp_path / "out").exists()  # nothing made
+    from homalign.search.database import makedb
+
+    good = tmp_path / "good.fa"
+    good.write_text(">ok\nMKVLAAGIVG\n")
+    seqdb = makedb(good, tmp_path / "seqdb", learned=False)
+    with pytest.raises(InputError, match="makedb database; give the MSA database its own"):
+        build_msa_db(seqdb, seqdb, 1, progress=False)  # into the sequence database itself
+    assert not list(seqdb.glob("*.a3m")) and not (seqdb / MANIFEST).exists()
 
 
 @pytest.mark.parametrize("evalue", [float("nan"), float("inf"), 0.0, -1.0])

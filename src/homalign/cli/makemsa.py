@@ -35,6 +35,11 @@ def run(args: argparse.Namespace) -> int:
     from homalign.search.msadb import build_msa_db
     from homalign.threads import set_threads
 
+    if args.db == _common.STDIN:
+        from homalign.errors import InputError
+
+        raise InputError("makemsa reads its database from a FASTA file or makedb directory, "
+                         "not standard input (each worker opens it)")
     jobs = _common.threads(args)
     pinned = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
     saved = {var: os.environ.get(var) for var in pinned}

@@ -45,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--aln", action="store_true",
                    help='tab: also the aligned strings, as --outfmt "6 std qseq sseq"')
     p.add_argument("-o", "--out", default="-",
-                   help="output file (default stdout; a3m with several queries: a directory)")
+                   help="output file (default stdout; a3m: a directory of <query id>.a3m files "
+                        "for several queries, or when OUT is a directory or ends in /)")
     p.add_argument("--exhaustive", action="store_true",
                    help="skip the k-mer prefilter: full DP against every database sequence")
     p.add_argument("--max-seqs", type=_common.positive_int, default=None,

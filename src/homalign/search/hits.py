@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,8 +168,9 @@ def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit
     """Write the hits of several queries: ``results`` is [(query Sequence, hits), ...].
 
     ``tab``: BLAST tabular (12 columns + ``extra``); ``pair``: readable pairwise blocks;
-    ``a3m``: one query-anchored A3M — to a file only, one file per query is written as
-    ``<path>`` when there is one query, else ``<path>/<query id>.a3m`` (a directory).
+    ``a3m``: one query-anchored A3M per query, as ``<path>/<query id>.a3m`` (a directory,
+    made when missing) when there are several queries or ``path`` is a directory (or ends in
+    ``/``), else as the file ``<path>``.
     Files are written atomically; ``"-"`` or a stream writes tab/pair text there.
     """
     from homalign.io import atomic_write, write_a3m
@@ -193,10 +195,11 @@ def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit
     if hasattr(path, "write"):
         raise ValueError("a3m output needs a file or directory path")
     out = Path(path)  # type: ignore[arg-type]
-    if len(results) > 1:
+    into_dir = len(results) > 1 or out.is_dir() or str(path).endswith(("/", os.sep))
+    if into_dir:
         from homalign.search.msadb_files import msa_filename
 
         names = [msa_filename(query.id) for query, _hits in results]  # all, before any write
         out.mkdir(parents=True, exist_ok=True)
     for k, (query, hits) in enumerate(results):
-        write_a3m(out / names[k] if len(results) > 1 else out, hits_msa(query, hits))
+        write_a3m(out / names[k] if into_dir else out, hits_msa(query, hits))

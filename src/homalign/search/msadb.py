@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from homalign.errors import InputError
 from homalign.search.msadb_files import (
     MANIFEST,
     msa_filename,
@@ -83,6 +84,11 @@ def build_msa_db(db: str | os.PathLike, outdir: str | os.PathLike, iterations: i
         raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
     seqdb = cached_database(str(db))
     out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise InputError("the MSA database's directory is a file", path=out)
+    if (out / "manifest.json").exists():  # a later `makedb --force` there would delete the MSAs
+        raise InputError("this is a makedb database; give the MSA database its own directory",
+                         path=out)
     for sid in seqdb.ids:  # every id can name a file, before anything is made
         msa_filename(sid)
     out.mkdir(parents=True, exist_ok=True)
