@@ -145,3 +145,29 @@ def test_the_msa_graph_is_stored_with_the_hmms_and_read_from_the_a3m_files_when_
     assert msadb_mod.member_index(out)["q"] == sorted({*from_store[0].get("q", []), "n0"})
     assert {k: v for k, v in msadb_mod.msa_members(out).items() if k != "n0"} == {
         k: v for k, v in from_store[1].items() if k != "n0"}
+
+
+def test_a_plain_hhm_search_of_the_msa_database_reads_the_store_with_the_same_hits(msadb):
+    import shutil
+
+    from homalign.search import search
+    from homalign.search.engine import TargetReps, target_reps_for
+
+    dbfile, out = msadb
+    db = SequenceDB.from_fasta(dbfile)
+    m = get_method("hhm")
+    opts = {**m.defaults, "target_msa": str(out)}
+    assert isinstance(target_reps_for(m, db, opts), StoredTargets)
+    for other in ({"pseudocounts": "matrix"}, {"target_hhm": "x.hhm"}):  # not what was stored
+        assert isinstance(target_reps_for(m, db, {**opts, **other}), TargetReps)
+    assert isinstance(target_reps_for(get_method("compass"), db, opts), TargetReps)
+
+    def hits():
+        return [(h.target_id, h.score, h.evalue, h.alignment.cigar)
+                for h in search(SEQS[0], db, "hhm", evalue=1e9, prefilter=False,
+                                target_msa=str(out))]
+
+    stored = hits()
+    shutil.rmtree(out / STORE)
+    assert isinstance(target_reps_for(m, db, opts), TargetReps)  # no store: the A3M files
+    assert hits() == stored and len(stored) == len(SEQS)

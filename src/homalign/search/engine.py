@@ -93,6 +93,16 @@ class TargetReps:
         return rep
 
 
+def target_reps_for(method: Method, db: SequenceDB, options: dict[str, Any]) -> Any:
+    """The prepared targets of a search: an MSA database's stored HMMs where they are what
+    ``method`` would build (:func:`homalign.search.hmm_store.stored_targets`), else
+    :class:`TargetReps`."""
+    from homalign.search.hmm_store import stored_targets
+
+    stored = stored_targets(method, db, options)
+    return stored if stored is not None else TargetReps(method, db, options)
+
+
 def check_query(query: Sequence | str, max_query_length: int) -> Sequence:
     """``query`` as a Sequence, or InputError naming it when longer than ``max_query_length``."""
     q = as_sequence(query, "query")
@@ -421,7 +431,7 @@ def search(
         assert m.prepare is not None
         qrep = query_rep if query_rep is not None else m.prepare(q, role="query", **opts)
         if target_reps is None or target_reps.db is not db:
-            target_reps = TargetReps(m, db, opts)
+            target_reps = target_reps_for(m, db, opts)
         scores = _dp_scores(m, qrep, target_reps, cand, opts)
     else:
         qrep = None
@@ -477,7 +487,7 @@ def search(
                             float(bits[n]), float(evals[n]), aln))
         return rank_hits(hits)
     if is_dp and target_reps is None:
-        target_reps = TargetReps(m, db, opts)
+        target_reps = target_reps_for(m, db, opts)
     if is_dp and qrep is None:
         assert m.prepare is not None
         qrep = m.prepare(q, role="query", **opts)

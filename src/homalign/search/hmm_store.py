@@ -19,7 +19,9 @@ A3Ms for the same reason. ``homalign makemsa`` therefore ends by writing them,
 
 The arrays are written into a temporary directory renamed into place, so a killed build leaves
 no half store (the next build removes what it left). Only the profile options of the
-database round (:func:`round_options`) are stored; other options read the A3M files.
+database round (:func:`round_options`) are stored: the database round and a plain ``hhm``
+search with those options read the store (:func:`stored_targets`); other methods and options
+read the A3M files.
 """
 
 from __future__ import annotations
@@ -213,6 +215,22 @@ class StoredTargets:
         return rep
 
 
+def stored_targets(method: Any, db: Any, options: dict[str, Any]) -> StoredTargets | None:
+    """The stored HMMs as ``method``'s prepared targets where they are what it would build:
+    ``hhm`` with ``target_msa`` an MSA database of ``db`` whose store is current and made with
+    these profile options (no ``target_hhm``); else None (the A3M files are read)."""
+    msadb = options.get("target_msa")
+    if (getattr(method, "name", None) != "hhm" or not msadb or options.get("target_hhm")
+            or not (Path(msadb) / STORE / "hmms.json").exists()):
+        return None
+    try:
+        store = open_hmm_store(msadb, db)
+    except InputError:
+        return None
+    wanted = {k: options[k] for k in PROFILE_KEYS if k in options}
+    return StoredTargets(method, db, options, store) if wanted == store.options else None
+
+
 def open_hmm_store(outdir: str | os.PathLike, db: Any) -> HMMStore:
     """The current HMM store of the complete MSA database ``outdir`` of ``db``, or InputError
     (none yet, or made from other A3M files: rerun ``homalign makemsa``)."""
@@ -231,4 +249,4 @@ def open_hmm_store(outdir: str | os.PathLike, db: Any) -> HMMStore:
 
 
 __all__ = ["HMMStore", "StoredTargets", "a3m_stamp", "build_hmm_store", "open_hmm_store",
-           "round_options", "stored_graph"]
+           "round_options", "stored_graph", "stored_targets"]

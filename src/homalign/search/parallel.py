@@ -34,7 +34,12 @@ from typing import Any
 
 from homalign.io.atomic import remove_abandoned_dirs
 from homalign.search.database import SequenceDB, open_database
-from homalign.search.engine import SEARCH_KEYWORDS, TargetReps, batched_ranking
+from homalign.search.engine import (
+    SEARCH_KEYWORDS,
+    TargetReps,
+    batched_ranking,
+    target_reps_for,
+)
 from homalign.search.hits import Hit
 from homalign.sequence import Sequence
 
@@ -47,8 +52,8 @@ def _target_reps(db: SequenceDB, method: str, options: dict[str, Any]) -> Target
     m = get_method(method)
     if m.prepare is None or m.score is None:
         return None
-    return TargetReps(m, db, {**m.defaults, **{k: v for k, v in options.items()
-                                                if k not in SEARCH_KEYWORDS}})
+    return target_reps_for(m, db, {**m.defaults, **{k: v for k, v in options.items()
+                                                     if k not in SEARCH_KEYWORDS}})
 
 
 def _init(parent_pid: int, db_dir: str, method: str, options: dict[str, Any],
