@@ -144,3 +144,24 @@ def test_an_unwritable_destination_is_named_not_its_temporary_file(tmp_path: Pat
         assert ".tmp" not in str(err.value)
     finally:
         os.chmod(locked, 0o700)
+
+
+def test_atomic_directory_appears_whole_replaces_and_cleans_up(tmp_path: Path) -> None:
+    from homalign.io.atomic import atomic_directory
+
+    final = tmp_path / "store"
+    with atomic_directory(final) as tmp:
+        (tmp / "a.txt").write_text("one")
+        assert not final.exists() and (tmp / ".pid").read_text() == str(os.getpid())
+    assert _leftovers(final) == ["a.txt"] and oct(final.stat().st_mode & 0o777) == "0o755"
+    with pytest.raises(RuntimeError, match="half"):
+        with atomic_directory(final) as tmp:
+            (tmp / "a.txt").write_text("two")
+            raise RuntimeError("half way")
+    assert (final / "a.txt").read_text() == "one" and _leftovers(tmp_path) == ["store"]
+    dead = tmp_path / ".store.tmp-killed"  # a killed build's: its process is gone
+    dead.mkdir()
+    (dead / ".pid").write_text("999999999")
+    with atomic_directory(final) as tmp:
+        (tmp / "b.txt").write_text("new")
+    assert _leftovers(tmp_path) == ["store"] and _leftovers(final) == ["b.txt"]

@@ -180,5 +180,39 @@ def remove_abandoned_dirs(dirs: Iterable[Path], unmarked_age: float = 0.0) -> li
     return removed
 
 
-__all__ = ["atomic_write", "atomic_write_bytes", "fsync_directory", "remove_abandoned_dirs",
-           "remove_stale_temp_files"]
+@contextlib.contextmanager
+def atomic_directory(final: str | os.PathLike[str]) -> Iterator[Path]:
+    """Build a directory that appears at ``final`` complete or not at all.
+
+    Yields a new temporary directory beside ``final`` (``.<name>.tmp-*``, marked with this
+    process's id); when the body returns it is renamed to ``final``, a directory already there
+    being moved aside first and deleted after. If the body raises, the temporary directory is
+    deleted and ``final`` is left as it was. Directories that killed builds left beside
+    ``final`` are removed first (:func:`remove_abandoned_dirs`)."""
+    import shutil
+
+    final = Path(final)
+    parent = final.parent if str(final.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_dirs([*parent.glob(f".{final.name}.tmp-*"),
+                           *parent.glob(f".{final.name}.old-*")])
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=parent))
+    (tmp / ".pid").write_text(str(os.getpid()))
+    try:
+        yield tmp
+        (tmp / ".pid").unlink()
+        os.chmod(tmp, 0o755)
+        if final.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{final.name}.old-", dir=parent))
+            os.replace(final, trash / final.name)
+            os.replace(tmp, final)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+__all__ = ["atomic_directory", "atomic_write", "atomic_write_bytes", "fsync_directory",
+           "remove_abandoned_dirs", "remove_stale_temp_files"]

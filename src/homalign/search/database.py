@@ -33,8 +33,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
-import tempfile
 import threading
 from array import array
 from collections.abc import Callable, Iterable
@@ -45,7 +43,7 @@ import numpy as np
 
 from homalign.alphabet import ALPHABET, N_CODES
 from homalign.errors import InputError
-from homalign.io.atomic import remove_abandoned_dirs
+from homalign.io.atomic import atomic_directory
 from homalign.io.digest import file_sha256
 from homalign.io.text import check_readable
 from homalign.search.prefilter import KmerIndex, build_kmer_index
@@ -412,14 +410,7 @@ def _build(outdir: str | Path,
     if outdir.exists() and not (outdir / MANIFEST).exists():
         raise InputError("refusing to replace a directory that is not a homalign database",
                          path=outdir)
-    parent = outdir.parent if str(outdir.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    # the temporary directories of earlier builds whose process is gone (a killed makedb)
-    remove_abandoned_dirs([*parent.glob(f".{outdir.name}.tmp-*"),
-                           *parent.glob(f".{outdir.name}.old-*")])
-    tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=parent))
-    (tmp / ".pid").write_text(str(os.getpid()))
-    try:
+    with atomic_directory(outdir) as tmp:
         ids, descriptions, offsets = write_records(tmp)
         _write_headers(tmp / "headers.json", ids, descriptions)
         _write_file(tmp / "offsets.npy", array=offsets)
@@ -449,18 +440,6 @@ def _build(outdir: str | Path,
                 manifest["learned"] = write_store(db, ranking, tmp, embedding_dtype, progress)
                 del db
         _write_file(tmp / MANIFEST, data=json.dumps(manifest, indent=1).encode())
-        (tmp / ".pid").unlink()
-        os.chmod(tmp, 0o755)
-        if outdir.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.old-", dir=parent))
-            os.replace(outdir, trash / outdir.name)
-            os.replace(tmp, outdir)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(tmp, outdir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return outdir
 
 

@@ -29,8 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +76,7 @@ def build_hmm_store(outdir: str | os.PathLike, db: Any, *, progress: bool = True
     from tqdm import tqdm
 
     from homalign.io import read_a3m
-    from homalign.io.atomic import remove_abandoned_dirs
+    from homalign.io.atomic import atomic_directory
     from homalign.profile.hmm import ProfileHMM
     from homalign.profile.profile import Profile
     from homalign.search.msadb_files import msa_filename, open_msa_db
@@ -89,10 +87,7 @@ def build_hmm_store(outdir: str | os.PathLike, db: Any, *, progress: bool = True
     final = out / STORE
     if _current(final, stamp):
         return final
-    remove_abandoned_dirs([*out.glob(f".{STORE}.tmp-*"), *out.glob(f".{STORE}.old-*")])
-    tmp = Path(tempfile.mkdtemp(prefix=f".{STORE}.tmp-", dir=out))
-    (tmp / ".pid").write_text(str(os.getpid()))
-    try:
+    with atomic_directory(final) as tmp:
         lengths = np.asarray(db.lengths, dtype=np.int64)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -131,18 +126,6 @@ def build_hmm_store(outdir: str | os.PathLike, db: Any, *, progress: bool = True
         (tmp / "graph.json").write_text(json.dumps({"members": members}))
         meta = {**stamp, "background": None if background is None else background.tolist()}
         (tmp / "hmms.json").write_text(json.dumps(meta, indent=1))
-        (tmp / ".pid").unlink()
-        os.chmod(tmp, 0o755)
-        if final.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{STORE}.old-", dir=out))
-            os.replace(final, trash / STORE)
-            os.replace(tmp, final)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return final
 
 
