@@ -204,6 +204,13 @@ def test_out_of_range_and_unlisted_values_are_errors_on_the_command_line(tmp_pat
     q, t = str(examples.path("query.fa")), str(examples.path("target.fa"))
     assert main(["align", q, t, "--method", "sw", "--gap-open", "-5"]) == 2
     assert "gap_open=-5.0 must be >= 0" in capsys.readouterr().err
+    for flags, said in ((["--evalue", "abc"], "not a number: 'abc'"),
+                        (["--evalue", "nan"], "must be a positive number"),
+                        (["--method", "hhm", "--hh-shift", "x"], "a number or 'auto'")):
+        with pytest.raises(SystemExit):  # argparse's own message, without internal names
+            main(["search", q, str(examples.path("db.fa")), *flags])
+        err = capsys.readouterr().err
+        assert said in err and "_float" not in err
     with pytest.raises(SystemExit) as stop:  # argparse checks a declared choice itself
         main(["align", q, t, "--method", "blastp", "--comp-based-stats", "7"])
     assert stop.value.code == 2 and "invalid choice: 7" in capsys.readouterr().err

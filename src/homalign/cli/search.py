@@ -15,9 +15,12 @@ PSSM_ROUND_OPTIONS = ("matrix", "gap_open", "gap_extend")
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be positive")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
 
 

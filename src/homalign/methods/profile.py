@@ -99,7 +99,14 @@ def _profile_score(shift: float | None, scale: float | None) -> tuple[Option, ..
 
 
 def _float_or_auto(text: str) -> float | str:
-    return text if text == "auto" else float(text)
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"a number or 'auto', not {text!r}") from None
 
 
 PSSM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"), *_GAPS,
