@@ -96,3 +96,41 @@ def test_a_default_hmmbuild_model_aligns_with_the_hmm_method(family, tmp_path, p
     own = homalign.align(query, target, method="hmm", query_msa=str(tmp_path / "family.afa"))
     own_pairs = {tuple(p) for p in np.asarray(own.pairs).tolist()}
     assert precision >= len(own_pairs & ref) / max(len(own_pairs), 1) - 0.15
+
+
+def test_a_damaged_or_foreign_model_or_msa_is_an_input_error(tmp_path):
+    from homalign import examples
+    from homalign.errors import InputError
+    from homalign.sequence import Sequence
+
+    c2 = examples.path("C2.hmm").read_text().splitlines(keepends=True)
+    node1 = next(k for k, line in enumerate(c2) if line.split()[:1] == ["1"])
+    for word in ("nan", "abc"):  # HMMER's parser takes either without a word
+        bad = c2.copy()
+        fields = bad[node1].split()
+        bad[node1] = bad[node1].replace(fields[1], word, 1)
+        path = tmp_path / f"{word}.hmm"
+        path.write_text("".join(bad))
+        with pytest.raises(InputError, match="node 1 are not probabilities"):
+            read_hmm(path)
+    dna = tmp_path / "dna.hmm"
+    from pyhmmer import easel, plan7
+
+    abc = easel.Alphabet.dna()
+    seq = easel.TextSequence(name=b"a", sequence="ACGTACGTAGCTAGCATCGATCG").digitize(abc)
+    hmm, _, _ = plan7.Builder(abc).build(seq, plan7.Background(abc))
+    with open(dna, "wb") as fh:
+        hmm.write(fh)
+    with pytest.raises(InputError, match="a DNA HMM"):
+        read_hmm(dna)
+    query, target = (homalign.read_sequences(examples.path(f))[0]
+                     for f in ("query.fa", "target.fa"))
+    assert homalign.align(query, target, method="hmm",
+                          query_hmm=str(examples.path("C2.hmm"))).length > 100
+    with pytest.raises(InputError, match="not matched by this HMM"):  # not a C2 domain
+        homalign.align(Sequence("c", "HEAGAWGHEE"), target, method="hmm",
+                       query_hmm=str(examples.path("C2.hmm")))
+    msa = tmp_path / "other.a3m"
+    msa.write_text(">x\nMKVLAAGIVG\n>y\nMKVLAAGIVG\n")
+    with pytest.raises(InputError, match="first row .* is not the sequence"):
+        homalign.align(target, query, method="hmm", query_msa=str(msa))

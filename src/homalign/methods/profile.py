@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from homalign.alignment import Alignment
+from homalign.errors import InputError
 from homalign.methods import register
 from homalign.methods.base import Method, Option, PairScores
 from homalign.profile.hmm import ProfileHMM, pair_gap_costs
@@ -358,6 +359,10 @@ def _hmmer_model(seq: Sequence, kind: str, arg: str):
         return build_hmm(seq)
     if kind == "file":
         msa = read_msa_file(arg)
+        first = msa.rows[0].replace("-", "").replace(".", "").upper()
+        if first != seq.residues:  # as the other profile methods' sources require
+            raise InputError(f"the MSA's first row ({len(first)} residues) is not the sequence "
+                             f"{seq.id!r} ({len(seq)} residues)", path=arg, record=msa.ids[0])
     elif kind == "iterative":
         from homalign.database_search import current
 
@@ -378,7 +383,15 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     else:
         kind, arg = resolve_source(query, "query", opts)
     model = _hmmer_model(query, kind, arg)
-    # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the query
+    if kind == "hmmfile":
+        # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the
+        # query, which must be a member of the model's family
+        from homalign.profile.pyhmmer_adapter import node_map
+
+        if (node_map(model, query) < 0).all():
+            raise InputError("the query is not matched by this HMM (HMMER finds no domain of "
+                             "the model in it): query_hmm must be a model of the query's family",
+                             path=arg, record=query.id)
     return hmm_align(model, query, target, method="hmm", nodes_are_query=kind != "hmmfile")
 
 

@@ -194,6 +194,22 @@ def read_hmm(path: str | Path):
         raise InputError(f"not a valid HMMER3 file: {exc}", path=path) from None
     if hmm is None:
         raise InputError("no HMM in file", path=path)
+    if not hmm.alphabet.is_amino():
+        raise InputError(f"a {hmm.alphabet.type} HMM; homalign aligns proteins (an amino-acid "
+                         "model is needed)", path=path)
+    # HMMER's parser takes a damaged number (NaN, a word) without a word: each node's emissions
+    # must be probabilities that sum to 1 (to HMMER's 4-5 written digits)
+    for name, values in (("match emissions", hmm.match_emissions),
+                         ("insert emissions", hmm.insert_emissions)):
+        arr = np.asarray(values, dtype=np.float64)[1:]
+        ok = np.isfinite(arr).all(axis=1) & (arr >= 0).all(axis=1) & (
+            np.abs(arr.sum(axis=1) - 1.0) < 1e-3)
+        if not ok.all():
+            raise InputError(f"the {name} of node {int(np.flatnonzero(~ok)[0]) + 1} are not "
+                             "probabilities summing to 1 (a damaged number?)", path=path)
+    trans = np.asarray(hmm.transition_probabilities, dtype=np.float64)
+    if not (np.isfinite(trans).all() and (trans >= 0).all()):
+        raise InputError("a transition probability is not a number in [0, 1]", path=path)
     return hmm
 
 
