@@ -38,6 +38,11 @@ def test_toy_config_loads_and_builds() -> None:
         ('model = "toy-regression"\n[train]\noptimizer = "lbfgs"\n', "optimizer"),
         ("model = \n", "invalid TOML"),
         ("[train]\nsteps = 1\n", "'model' must name"),
+        ('model = "toy-regression"\n[train]\nlr = -0.01\n', r"lr = -0.01 must be a positive"),
+        ('model = "toy-regression"\n[train]\nmomentum = 1.5\n', r"momentum = 1.5 must be in"),
+        ('model = "toy-regression"\n[train]\nkeep_max = 0\n', "keep_max = 0 must be >= 1"),
+        ('model = "toy-regression"\n[train]\nsave_model_secs = -1\n', "save_model_secs"),
+        ('model = "toy-regression"\nseed = "x"\n', "seed = 'x' must be a non-negative"),
     ],
 )
 def test_bad_configs_are_input_errors(tmp_path: Path, text: str, message: str) -> None:
@@ -76,6 +81,17 @@ def test_cli_train_runs_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["train", "--config", str(TOY), "--logdir", str(logdir), "--steps", "70"]) == 0
     out = capsys.readouterr().out
     assert "restored from model.ckpt-60; global step 60" in out and "done: global step 70" in out
+    # resuming with another optimizer, an empty logdir, a file as logdir, negative steps: a
+    # clear error; the checkpoints stay as they were
+    kept = [c.step for c in CheckpointStore(logdir).kept()]
+    for args, said in ((["--logdir", str(logdir), "--steps", "80", "--set",
+                         'train.optimizer="sgd"'], "not this run's SGD's"),
+                       (["--logdir", "", "--steps", "4"], "logdir must be a directory"),
+                       (["--logdir", str(TOY), "--steps", "4"], "logdir must be a directory"),
+                       (["--logdir", str(logdir), "--steps", "-1"], "steps = -1 must be")):
+        assert main(["train", "--config", str(TOY), *args]) == 2
+        assert said in capsys.readouterr().err
+    assert [c.step for c in CheckpointStore(logdir).kept()] == kept
 
 
 def test_cli_train_two_workers_leaves_no_temporary_files(

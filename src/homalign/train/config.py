@@ -290,6 +290,34 @@ def _deep_copy(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _deep_copy(v) if isinstance(v, Mapping) else v for k, v in data.items()}
 
 
+def _check_settings(s: TrainSettings, where: str) -> None:
+    """InputError naming the first ``[train]`` value outside its range."""
+    def finite(x: float) -> bool:
+        return math.isfinite(x)
+
+    rules = [
+        ("steps", s.steps >= 0, ">= 0"), ("batch_size", s.batch_size >= 1, ">= 1"),
+        ("lr", finite(s.lr) and s.lr > 0, "a positive number"),
+        ("weight_decay", finite(s.weight_decay) and s.weight_decay >= 0, ">= 0"),
+        ("momentum", finite(s.momentum) and 0 <= s.momentum < 1, "in [0, 1)"),
+        ("scheduler_step_size", s.scheduler_step_size >= 1, ">= 1"),
+        ("scheduler_gamma", finite(s.scheduler_gamma) and s.scheduler_gamma > 0,
+         "a positive number"),
+        ("save_model_secs", finite(s.save_model_secs) and s.save_model_secs >= 0,
+         "a number of seconds >= 0 (0: no timed checkpoints)"),
+        ("save_model_steps", s.save_model_steps is None or s.save_model_steps >= 1, ">= 1"),
+        ("save_summaries_secs", finite(s.save_summaries_secs) and s.save_summaries_secs >= 0,
+         "a number of seconds >= 0 (0: no timed summaries)"),
+        ("keep_max", s.keep_max >= 1, ">= 1"),
+        ("log_every_steps", s.log_every_steps >= 0, ">= 0 (0: no step log)"),
+        ("num_workers", s.num_workers >= 0, ">= 0"), ("prefetch", s.prefetch >= 0, ">= 0"),
+        ("clip_grad_norm", finite(s.clip_grad_norm) and s.clip_grad_norm >= 0, ">= 0"),
+    ]
+    for name, ok, rule in rules:
+        if not ok:
+            raise InputError(f"[train] {name} = {getattr(s, name)!r} must be {rule}", path=where)
+
+
 def parse_config(data: Mapping[str, Any], path: str | None = None,
                  overrides: Iterable[str] = ()) -> TrainConfig:
     """Validate a config mapping (as read from TOML), after ``overrides``
@@ -303,8 +331,10 @@ def parse_config(data: Mapping[str, Any], path: str | None = None,
     if not isinstance(data.get("model"), str):
         raise InputError("'model' must name a registered model", path=where)
     settings = TrainSettings(**_typed_table(data.get("train", {}), TrainSettings, where, "[train]"))
-    if settings.steps < 0 or settings.batch_size < 1 or not math.isfinite(settings.lr):
-        raise InputError("[train] needs steps >= 0, batch_size >= 1 and a finite lr", path=where)
+    _check_settings(settings, where)
+    seed = data.get("seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise InputError(f"seed = {seed!r} must be a non-negative integer", path=where)
     if settings.optimizer not in ("adam", "adamw", "sgd"):
         raise InputError(f"[train] optimizer {settings.optimizer!r}: use adam, adamw or sgd",
                          path=where)
@@ -315,7 +345,7 @@ def parse_config(data: Mapping[str, Any], path: str | None = None,
     return TrainConfig(
         model=data["model"],
         model_args=dict(data.get("model_args", {})),
-        seed=int(data.get("seed", 0)),
+        seed=seed,
         train=settings,
         path=path,
         eval=None if "eval" not in data else _parse_eval(data["eval"], where),

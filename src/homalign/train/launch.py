@@ -224,6 +224,11 @@ def train_from_config(
 
     ``on_step(global_step, loss)`` runs after every step (tests use it to inject faults).
     """
+    if steps is not None and steps < 0:
+        raise InputError(f"steps = {steps} must be >= 0")
+    if logdir is not None and (str(logdir) == "" or Path(logdir).is_file()):
+        raise InputError("the logdir must be a directory (it is empty or a file)",
+                         path=str(logdir) or None)
     config = config.with_steps(steps)
     s = config.train
     started = time.monotonic()

@@ -142,6 +142,13 @@ class TrainState:
         for key, obj in self._parts().items():
             if obj is not None and key not in state:
                 problems.append(f"checkpoint has no {key} state")
+        if self.optimizer is not None and "optimizer" in state:
+            saved = codec.decode(state["optimizer"], tensors).get("param_groups") or [{}]
+            own = self.optimizer.state_dict()["param_groups"]
+            if set(saved[0]) - {"initial_lr"} != set(own[0]) - {"initial_lr"}:
+                problems.append(f"the checkpoint's optimizer state is not this run's "
+                                f"{type(self.optimizer).__name__}'s (another optimizer: "
+                                "start a new logdir, or warm-start from this one)")
         if problems:
             return problems
         model_sd = {
