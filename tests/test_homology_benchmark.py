@@ -248,6 +248,14 @@ def test_benchmark_homology_cli(tmp_path):
     bad.write_text("not_in_db\n")
     assert main(["benchmark", "homology", "--db", str(db), "--queries", str(bad),
                  "--methods", "sw", "--out", str(out), "--no-progress"]) == 2
+    # every argument is checked before a method runs: nothing is written for them
+    fresh = tmp_path / "never"
+    for extra in (["--methods", "sw,foo"], ["--methods", "sw,sw"], ["--methods", "sw",
+                  "--limit", "0"], ["--methods", "sw", "--limit", "-1"],
+                  ["--methods", "sw", "--max-hits", "0"]):
+        assert main(["benchmark", "homology", "--db", str(db), "--queries", str(ql),
+                     "--out", str(fresh), "--no-progress", *extra]) == 2
+        assert not fresh.exists()
 
 
 def test_iterative_methods_in_the_benchmark(tmp_path):

@@ -31,6 +31,8 @@ def _method_list(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise argparse.ArgumentTypeError("give at least one method name")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a method is named twice: {text}")
     return names
 
 
@@ -44,7 +46,10 @@ def _msa_mode(text: str) -> str:
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value

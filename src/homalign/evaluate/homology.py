@@ -747,16 +747,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    from homalign.methods import get_method
+
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     if not methods:
         raise ValueError("give at least one method")
-    for m in methods:
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"--methods names a method twice: {args.methods}")
+    for name, value in (("--limit", args.limit), ("--max-hits", args.max_hits)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    for m in methods:  # every name checked before any method runs
         if m.endswith(MSADB_SUFFIX):
             if "@" not in m or args.target_msa is None:
                 raise ValueError(f"{m}: +msadb needs an iterative METHOD@N and --target-msa")
             m = m[: -len(MSADB_SUFFIX)]
         if "@" in m:
-            parse_iterative_name(m)
+            m = parse_iterative_name(m)[0]
+        if m not in PEERS:
+            get_method(m)  # an unknown name: the registry's error, with the known ones
     run_benchmark(args.db, args.queries, methods, args.out, prefilter=not args.exhaustive,
                   max_hits=args.max_hits, threads=_threads(args.threads), limit=args.limit,
                   progress=not args.no_progress and sys.stderr.isatty(), peer_evalue=args.peer_evalue,
