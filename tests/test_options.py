@@ -211,6 +211,8 @@ def test_out_of_range_and_unlisted_values_are_errors_on_the_command_line(tmp_pat
             main(["search", q, str(examples.path("db.fa")), *flags])
         err = capsys.readouterr().err
         assert said in err and "_float" not in err
+    assert main(["align", q, t, "--method", "pssm", "--target-msa", "none.a3m"]) == 2
+    assert "--method pssm does not read --target-msa" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stop:  # argparse checks a declared choice itself
         main(["align", q, t, "--method", "blastp", "--comp-based-stats", "7"])
     assert stop.value.code == 2 and "invalid choice: 7" in capsys.readouterr().err

@@ -110,7 +110,9 @@ def _float_or_auto(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"a number or 'auto', not {text!r}") from None
 
 
-PSSM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"), *_GAPS,
+_QUERY_SIDE = ("target_msa", "target_hhm")  # a PSSM scores the target's sequence itself
+PSSM_OPTIONS = (*(o for o in (*_SOURCE_OPTIONS, *_HHM_FILES) if o.name not in _QUERY_SIDE),
+                _MATRIX, *_counts("matrix", "psiblast"), *_GAPS,
                 Option("pssm_kind", str, "logodds", "PSSM scores: logodds (matrix units)"))
 COMPASS_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"),
                    *_GAPS, Option("score", str, "compass", "column score",
