@@ -192,7 +192,9 @@ def test_cli_extra_argument_is_an_error_of_its_verb(tmp_path, capsys):
     ("sw", "gap_open", -5.0), ("sw", "gap_extend", float("nan")), ("pssm", "gap_open", -1.0),
     ("learned", "threshold", 2.0), ("learned", "threshold", -1.0), ("blastp", "timeout", 0.0),
     ("blastp", "word_size", 0), ("blastp", "evalue", -1.0), ("phmmer", "popen", 0.5),
-    ("prof-sim", "scale", 0.0)])
+    ("prof-sim", "scale", 0.0), ("sw", "gap_open", float("inf")), ("hhm", "gap_weight", -1.0),
+    ("hhm", "hh_shift", float("nan")), ("hhm-mac", "mact", 2.0),
+    ("hhm-mac", "mac_temperature", 0.0), ("learned-homologs", "homolog_evalue", 0.0)])
 def test_a_number_outside_its_options_range_is_an_error_naming_the_range(method, option, value):
     with pytest.raises(OptionError, match=rf"{option}=.* must be [\[(<>]"):
         get_method(method).check_options({option: value})

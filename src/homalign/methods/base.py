@@ -33,8 +33,8 @@ class Option:
     (None: unset, the method decides) and a one-line ``help``. ``choices`` limits the values;
     ``cli=False`` keeps it off the command line (it needs a Python object, or the CLI sets it
     from another flag); ``api_types`` overrides which Python types a value may have (None: any,
-    e.g. a path or a loaded database). ``low`` / ``high`` bound a number (NaN never passes);
-    ``open`` names the bounds a value may not equal ("low", "high" or "both")."""
+    e.g. a path or a loaded database). ``low`` / ``high`` bound a number (NaN and infinities
+    never pass); ``open`` names the bounds a value may not equal ("low", "high" or "both")."""
 
     name: str
     type: type = str
@@ -60,7 +60,7 @@ class Option:
         import math
 
         v = float(value)
-        if math.isnan(v):
+        if not math.isfinite(v):
             return False
         lo_open, hi_open = self.open in ("low", "both"), self.open in ("high", "both")
         if self.low is not None and (v < self.low or (lo_open and v == self.low)):

@@ -483,9 +483,10 @@ LEARNED_OPTIONS = (
            cli=False),
     Option("homologs", str, None, "sequence database (FASTA or makedb directory): consistency "
            "through both sequences' homologues in it", api_types=None),
-    Option("max_homologs", int, MAX_HOMOLOGS, "with homologs: intermediates per sequence"),
+    Option("max_homologs", int, MAX_HOMOLOGS, "with homologs: intermediates per sequence",
+           low=1),
     Option("homolog_evalue", float, HOMOLOG_EVALUE, "with homologs: E-value cut of an "
-           "intermediate"),
+           "intermediate", low=0.0, open="low"),
 )
 
 register(Method(

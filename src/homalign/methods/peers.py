@@ -315,7 +315,8 @@ HHALIGN_OPTIONS = (
     Option("msa", str, None, "MSAs as the profile methods build them: iterative:N (needs db)"),
     Option("db", str, None, "sequence database for msa=iterative:N", api_types=None),
     Option("inclusion_evalue", float, None, "msa=iterative:N inclusion E-value (default 1e-3)"),
-    Option("mact", float, None, "MAC threshold (-mact; HH-suite's default 0.35)"),
+    Option("mact", float, None, "MAC threshold (-mact; HH-suite's default 0.35)", low=0.0,
+           high=1.0, open="high"),
     Option("glob", bool, False, "global alignment (-glob)"),
     _TIMEOUT,
 )

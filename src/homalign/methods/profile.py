@@ -94,7 +94,8 @@ def _counts(pseudocounts: str, admix: str) -> tuple[Option, ...]:
 
 
 def _profile_score(shift: float | None, scale: float | None) -> tuple[Option, ...]:
-    return (Option("shift", float, shift, "score=prof_sim: column-score shift (default 0.40)"),
+    return (Option("shift", float, shift, "score=prof_sim: column-score shift (default 0.40)",
+                   low=-100.0, high=100.0),
             Option("scale", float, scale, "score=prof_sim: column-score scale (default 48)",
                    low=0.0, open="low"))
 
@@ -124,11 +125,15 @@ PROF_SIM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "
                     *_profile_score(0.40, 48.0))
 HHM_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("dirichlet", "hhsuite"),
                Option("hh_shift", _float_or_auto, "auto", "column-score shift in bits, or 'auto': "
-                      "0.6 / sqrt(Neff_q Neff_t)", api_types=(int, float, np.number, str)),
-               Option("gap_weight", float, 0.4, "weight of the HMM transition gap costs"))
+                      "0.6 / sqrt(Neff_q Neff_t)", api_types=(int, float, np.number, str),
+                      low=-100.0, high=100.0),
+               Option("gap_weight", float, 0.4, "weight of the HMM transition gap costs",
+                      low=0.0))
 HHM_MAC_OPTIONS = (*HHM_OPTIONS,
-                   Option("mact", float, 0.35, "MAC threshold (HHsearch's -mact)"),
-                   Option("mac_temperature", float, 1.0, "posterior temperature of the MAC step"))
+                   Option("mact", float, 0.35, "MAC threshold (HHsearch's -mact)", low=0.0,
+                          high=1.0, open="high"),
+                   Option("mac_temperature", float, 1.0, "posterior temperature of the MAC step",
+                          low=0.0, open="low"))
 HMMER_OPTIONS = (*(o for o in _SOURCE_OPTIONS if o.name != "target_msa"), _MATRIX,
                  Option("query_hmm", str, None, "the query's HMMER3 .hmm file", api_types=None))
 
