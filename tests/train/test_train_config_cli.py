@@ -172,3 +172,17 @@ def test_sigterm_stops_gracefully_with_a_final_checkpoint(tmp_path: Path) -> Non
     final = int(stopped[0].rsplit(" ", 1)[1])
     assert final >= 20
     assert CheckpointStore(logdir).load_latest().info.step == final  # type: ignore[union-attr]
+    # `homalign train` stopped by Ctrl-C: the same graceful stop, and an exit status that says
+    # the run was cut short (128 + SIGINT), so a script can tell
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "homalign", "train", "--config", str(config), "--logdir",
+         str(tmp_path / "run2"), "-j", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("step 5 "):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGINT, rest[-2000:]
+    assert "stopped by SIGINT" in rest

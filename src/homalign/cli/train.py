@@ -77,9 +77,11 @@ def run(args: argparse.Namespace) -> int:
         from homalign.train.launch import train_from_config
 
         set_threads(threads)
-        train_from_config(config, args.logdir, steps=args.steps,
-                          echo=lambda m: print(m, flush=True))
-        return 0
+        report = train_from_config(config, args.logdir, steps=args.steps,
+                                   echo=lambda m: print(m, flush=True))
+        # stopped early by a signal (its final checkpoint written): say so to the caller, as
+        # a shell does for a command a signal ended
+        return 0 if report.stopped_by_signal is None else 128 + report.stopped_by_signal
     # torchrun shares its rendezvous TCP store with the workers by default; after a restart a
     # worker can then read a dead peer's address (pytorch/pytorch#135712). Give each its own.
     env = dict(os.environ)

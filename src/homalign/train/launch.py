@@ -79,6 +79,7 @@ class RunReport:
     param_sha256: str
     evaluations: int = 0
     best: float | None = None
+    stopped_by_signal: int | None = None  # the signal that stopped the run early, if one did
 
 
 def parameter_digest(model: torch.nn.Module) -> str:
@@ -325,7 +326,7 @@ def train_from_config(
             final_loss=loss_value,
             param_sha256=parameter_digest(model),
             evaluations=0 if evaluator is None else len(evaluator.records()),
-            best=best,
+            best=best, stopped_by_signal=sv.stopped_by_signal,
         )
         if sv.stopped_by_signal is not None:
             say(f"stopped by {signal.Signals(sv.stopped_by_signal).name} at global step {final}")
