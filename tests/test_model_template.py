@@ -37,6 +37,9 @@ def test_parse_template_errors_name_record_and_column() -> None:
         parse_template(4, "HH*H", record="x")
     with pytest.raises(InputError, match="accessibility letter 'Q'"):
         parse_template(2, "HH", "TQ", record="x")
+    for bad in "ZQ1":  # neither DSSP's nor JOY's
+        with pytest.raises(InputError, match=f"secondary structure letter '{bad}'"):
+            parse_template(3, f"H{bad}E", record="x")
 
 
 def test_tem_annotations_are_ungapped_and_match_the_sequences() -> None:
@@ -141,6 +144,11 @@ def test_cli_template_option(tmp_path, capsys) -> None:
     assert "ALAD.tem" in err and "not_in_tem" in err
     assert main(["align", str(qf), str(tf), "--template", str(tem), "--method", "sw"]) == 2
     assert "--method learned only" in capsys.readouterr().err
+    rotated = tmp_path / "rotated.fa"  # the target's id, another sequence: not annotated
+    seq = b.sequence.replace("-", "")
+    rotated.write_text(f">{b.id}\n{seq[10:] + seq[:10]}\n")
+    assert main(["align", str(qf), str(rotated), "--template", str(tem)]) == 2
+    assert "the .tem record's sequence" in capsys.readouterr().err
 
 
 def test_training_feeds_the_targets_annotations_to_a_template_model() -> None:

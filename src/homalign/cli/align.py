@@ -44,12 +44,19 @@ def _template_options(path: str, targets, method: str) -> list[dict]:
     if method != "learned":
         raise InputError(f"--template is read by --method learned only, not {method!r}",
                          path=path)
+    from homalign.io import read_tem
+
     notes = read_template_annotations(path)
+    tems = read_tem(path)
     out = []
     for t in targets:
         if t.id not in notes:
             raise InputError("no secondary structure track for this target", path=path,
                              record=t.id)
+        residues = "".join(c for c in tems[t.id]["sequence"] if c.isalpha()).upper()
+        if residues != t.residues:  # the annotations are of this sequence, position by position
+            raise InputError(f"the .tem record's sequence ({len(residues)} residues) is not the "
+                             f"target's ({len(t)} residues)", path=path, record=t.id)
         ss, acc = notes[t.id]
         out.append({"target_ss": ss, "target_acc": acc})
     return out

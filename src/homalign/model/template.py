@@ -21,6 +21,9 @@ from homalign.errors import InputError
 SS_TRACK = "secondary structure and phi angle"
 ACC_TRACK = "solvent accessibility"
 _SS = {**dict.fromkeys("HGI", 0), **dict.fromkeys("EB", 1), **dict.fromkeys("?X", -1)}
+#: the letters of DSSP (H G I E B T S, blank or C or - for coil) and of JOY's track (H E C and P
+#: for a positive phi), either case, and ? / X for unknown
+SS_LETTERS = frozenset("HGIEBTSCPhgiebtscp-? X")
 _ACC = {**dict.fromkeys("TtEe", 0), **dict.fromkeys("FfBb", 1), **dict.fromkeys("-?", -1)}
 
 
@@ -35,7 +38,7 @@ def parse_template(length: int, ss: str, acc: str | None = None, *, record: str 
                          path=path, record=record)
     ss_cls = np.empty(length, dtype=np.int64)
     for k, c in enumerate(ss):
-        if not (c.isalpha() or c in "-? "):
+        if c not in SS_LETTERS:
             raise InputError(f"secondary structure letter {c!r} is not a DSSP/JOY state",
                              path=path, record=record, column=k + 1)
         ss_cls[k] = _SS.get(c.upper() if c.upper() in "HGIEB" else c, 2)
