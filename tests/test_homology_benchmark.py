@@ -232,6 +232,10 @@ def test_blastp_peer_on_the_whole_database(tmp_path):
     assert set(res) == {"d1110", "d2210"}
     ranked = rank_by_score((t, s) for t, s, _e in res["d1110"])
     assert ranked[0] == "d1110" and set(ranked[1:3]) == {"d1111", "d1112"}
+    # a failing peer: its own message in the error (its log may be in a removed directory)
+    with pytest.raises(RuntimeError, match=r"blastp failed with status \d+: .*expect value") as err:
+        run_peer("blastp", ["d1110"], db, plain, tmp_path / "blast", evalue=-1.0)
+    assert ".log" not in str(err.value)
 
 
 def test_benchmark_homology_cli(tmp_path):

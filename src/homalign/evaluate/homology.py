@@ -395,8 +395,10 @@ def _run(cmd: list[str], log: Path) -> None:
         fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
         proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{cmd[0]} failed with status {proc.returncode} (see {log})")
+    if proc.returncode != 0:  # the log's directory may be temporary: its last lines go along
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+        said = [line.strip() for line in tail if line.strip() and not line.startswith("$ ")]
+        raise RuntimeError(f"{cmd[0]} failed with status {proc.returncode}: " + " | ".join(said))
 
 
 def _parse_blast_tab(path: Path, last_iteration: bool = False
