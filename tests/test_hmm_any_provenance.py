@@ -134,3 +134,8 @@ def test_a_damaged_or_foreign_model_or_msa_is_an_input_error(tmp_path):
     msa.write_text(">x\nMKVLAAGIVG\n>y\nMKVLAAGIVG\n")
     with pytest.raises(InputError, match="first row .* is not the sequence"):
         homalign.align(target, query, method="hmm", query_msa=str(msa))
+    with pytest.raises(ValueError, match="both name the query's model"):
+        homalign.align(query, target, method="hmm", query_hmm=str(examples.path("C2.hmm")),
+                       query_msa=str(msa))
+    with pytest.raises(ValueError, match="query_hhm and query_msa both"):
+        homalign.align(query, target, method="hhm", query_hhm="q.hhm", query_msa=str(msa))

@@ -385,6 +385,8 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     from homalign.profile.pyhmmer_adapter import hmm_align
 
     opts = {**BASE_DEFAULTS, **options}
+    if opts.get("query_hmm") and opts.get("query_msa"):
+        raise ValueError("query_hmm and query_msa both name the query's model; give one")
     if opts.get("query_hmm"):
         kind, arg = "hmmfile", str(opts["query_hmm"])
     else:

@@ -49,6 +49,8 @@ def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> 
     """(kind, argument): kind is "single", "file", "hhm" or "iterative"."""
     if role in ("query", "target"):
         hhm = options.get(f"{role}_hhm")
+        if hhm and options.get(f"{role}_msa"):
+            raise ValueError(f"{role}_hhm and {role}_msa both name the {role}'s profile; give one")
         if hhm:
             return ("hhm", str(hhm))
         msa_file = options.get(f"{role}_msa")
