@@ -392,15 +392,8 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     else:
         kind, arg = resolve_source(query, "query", opts)
     model = _hmmer_model(query, kind, arg)
-    if kind == "hmmfile":
-        # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the
-        # query, which must be a member of the model's family
-        from homalign.profile.pyhmmer_adapter import node_map
-
-        if (node_map(model, query) < 0).all():
-            raise InputError("the query is not matched by this HMM (HMMER finds no domain of "
-                             "the model in it): query_hmm must be a model of the query's family",
-                             path=arg, record=query.id)
+    # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the query
+    # (a query outside the model's family maps none: the model's score, no pairs)
     return hmm_align(model, query, target, method="hmm", nodes_are_query=kind != "hmmfile")
 
 
