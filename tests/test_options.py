@@ -121,6 +121,23 @@ def test_search_limits_of_the_wrong_kind_or_range_are_errors(tmp_path, kwargs, e
         homalign.search(Q, str(db), **kwargs)
 
 
+def test_neighbour_support_without_an_msa_database_says_what_it_needs(tmp_path):
+    db = tmp_path / "db.fa"
+    db.write_text(f">a\n{Q}\n>b\n{T}\n")
+    with pytest.raises(ValueError, match="neighbour_support needs target_msa"):
+        homalign.search(Q, str(db), method="learned", iterations=2, neighbour_support=2.0)
+
+
+@pytest.mark.parametrize("method", ["sw", "pssm", "learned"])
+def test_the_query_length_limit_holds_for_iterative_searches_too(tmp_path, method):
+    db = tmp_path / "db.fa"
+    db.write_text(f">a\n{Q}\n>b\n{T}\n")
+    for iterations in (1, 2):
+        with pytest.raises(InputError, match="more than the limit of 5"):
+            homalign.search(Q, str(db), method=method, iterations=iterations,
+                            max_query_length=5)
+
+
 @pytest.mark.parametrize("bad", [None, 5, ["PAW"], Path("query.fa")])
 def test_a_query_that_is_not_a_sequence_or_string_is_a_type_error(bad):
     with pytest.raises(TypeError, match="must be a Sequence or a residue string"):

@@ -86,6 +86,8 @@ def run_search(
     """:func:`homalign.api.search` (see there)."""
     _check_limits(iterations, options)
     iterative = iterations > 1 or options.get("target_msa") is not None
+    if options.get("neighbour_support") is not None and options.get("target_msa") is None:
+        raise ValueError("neighbour_support needs target_msa (an MSA database: homalign makemsa)")
     profile_round = options.pop("profile_round", None)
     if profile_round is not None and (iterative or not isinstance(profile_round, bool)):
         raise ValueError("profile_round is True, False or None, and not for an iterative search "

@@ -121,7 +121,11 @@ def iterative_search(
         fusion_weight = DEFAULT_FUSION_WEIGHT if target_msa is None else MSADB_FUSION_WEIGHTS[0]
     if not 0.0 <= fusion_weight <= 1.0:
         raise ValueError(f"fusion_weight must be in [0, 1], got {fusion_weight}")
-    query = as_sequence(query, "query")
+    from homalign.search.engine import MAX_QUERY_LENGTH, check_query
+
+    # the limit every round's search holds the query to, checked once before any round
+    query = check_query(as_sequence(query, "query"),
+                        method_options.get("max_query_length", MAX_QUERY_LENGTH))
     if isinstance(db, (str, os.PathLike)):
         db = cached_database(str(db))
     if msa_db is None:
