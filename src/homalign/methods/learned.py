@@ -468,6 +468,21 @@ def _align_homologs(query: Sequence, target: Sequence, *, homologs: Any = None,
     return aln
 
 
+def _align_hits_homologs(query: Sequence, targets: list[Sequence], scores: np.ndarray, *,
+                         homologs: Any = None, **options: Any) -> list[Alignment]:
+    """:func:`_align_hits` with ``homologs`` defaulting to :func:`default_homolog_db`: a
+    ``learned-homologs`` search ranks as ``learned`` does (its scores and E-values) and aligns
+    its hits through the homologues."""
+    if homologs is None:
+        homologs = default_homolog_db()
+        if homologs is None:
+            raise RuntimeError(_homologs_available() or "no homologue database")
+    alns = _align_hits(query, targets, scores, homologs=homologs, **options)
+    for aln in alns:
+        aln.method = "learned-homologs"
+    return alns
+
+
 #: the options of ``learned`` and ``learned-homologs`` (the one place they are declared)
 LEARNED_OPTIONS = (
     Option("threshold", float, None, "MEA threshold: pairs whose posterior beats it (default: "
@@ -506,5 +521,10 @@ register(Method(
                 "homologues in a sequence database (homologs=, default $HOMALIGN_HOMOLOGS or "
                 "Debian's mmseqs2-examples UniProt sample)",
     align=_align_homologs, available=_homologs_available, defaults={"decode": "mea"},
+    # a search ranks as learned's (the same scores and E-values); its hits' alignments go
+    # through the homologues
+    prepare=_prepare, score=_score, fingerprint=_fingerprint, align_prepared=_align_prepared,
+    align_hits=_align_hits_homologs, null_params=_null_params, chance_params=_chance_params,
+    ranking=ranking_model,
     options=LEARNED_OPTIONS,
 ))

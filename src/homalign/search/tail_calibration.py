@@ -237,10 +237,25 @@ def reported_evalues(values: Any, ranking: str, method: str, query_length: int, 
     return v if changed else None
 
 
+def _ranking_name(ranking: str) -> str:
+    """``ranking`` with its method replaced by ``learned`` where the method ranks with the
+    same ranking model (``learned-homologs+profile`` -> ``learned+profile``)."""
+    from homalign.methods import METHODS
+
+    cut = min((k for k in (ranking.find("+"), ranking.find("@")) if k >= 0), default=len(ranking))
+    base = ranking[:cut]
+    own, learned = METHODS.get(base), METHODS.get("learned")
+    if (base != "learned" and own is not None and learned is not None
+            and own.ranking is not None and own.ranking is learned.ranking):
+        return "learned" + ranking[cut:]
+    return ranking
+
+
 def calibration_for(ranking: str) -> TailCalibration | None:
     """The shipped calibration of a ranking (``learned``, ``learned@3``, ...), or None: its
-    E-values are then the null law's as they are."""
-    entry = _table().get(ranking)
+    E-values are then the null law's as they are. A method that ranks with ``learned``'s
+    ranking model (``learned-homologs``: only its alignments differ) shares its calibrations."""
+    entry = _table().get(_ranking_name(ranking))
     if entry is None:
         return None
     return TailCalibration(float(entry["A"]), float(entry["b"]), str(entry.get("source", "")),
