@@ -7,6 +7,7 @@ import io
 import numpy as np
 import pytest
 
+import homalign
 from homalign.dp import GapCosts, align_score, lanes_int
 from homalign.errors import InputError
 from homalign.matrices import score_matrix
@@ -369,3 +370,19 @@ def test_traced_hits_of_a_pair_scoring_method_equal_per_pair_alignments(monkeypa
         want = align(ps.S, ps.gaps, mode=ps.mode)
         np.testing.assert_array_equal(h.alignment.pairs, want.pairs)
         assert h.alignment.score == pytest.approx(float(want.score))
+
+
+@pytest.mark.parametrize("method", ["sw", "nw", "glocal", "semiglobal"])
+def test_bit_scores_and_evalues_rank_hits_alike(method, tmp_path, monkeypatch):
+    """A worse E-value never has more bits: a method whose null law depends on the lengths
+    reports BLAST's bits of its E-value, log2(m n / E); Karlin-Altschul methods keep BLAST's
+    (length-free) bits, whose order is the E-values' already."""
+    from homalign import examples
+
+    monkeypatch.setenv("HOMALIGN_CACHE", str(tmp_path / "cache"))
+    db = SequenceDB.from_fasta(examples.path("db.fa"))
+    for q in homalign.read_sequences(examples.path("queries.fa")):
+        hits = search(q, db, method=method, evalue=10.0, traceback=False)
+        assert len(hits) > 3
+        for a, b in zip(hits, hits[1:], strict=False):
+            assert b.evalue >= a.evalue and b.bits <= a.bits + 1e-9, (a, b)

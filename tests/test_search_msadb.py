@@ -133,6 +133,10 @@ def test_iterative_search_against_the_msa_database(dbfile, tmp_path, monkeypatch
                             evalue=1e9)
     assert {h.target_id for h in hits[:3]} == {"q", "h1", "h2"}
     assert all(h.alignment is not None and h.alignment.evalue == h.evalue for h in hits)
+    # bits are BLAST's of the E-values, log2(m n / E): the two orders agree
+    assert all(a.bits >= b.bits for a, b in zip(hits, hits[1:], strict=False))
+    assert hits[0].bits == pytest.approx(
+        np.log2(len(FAMILY[0]) * db.total_length / hits[0].evalue))
     from homalign.search.iterative import PROFILE_DB_OPTIONS
 
     params = null_params(out, db, options=PROFILE_DB_OPTIONS)  # fitted by the search above

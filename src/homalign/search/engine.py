@@ -453,7 +453,10 @@ def search(
     else:
         ev_params = params if params is not None else method_params(method, method_options)
         evals = db_evalues(scores, ev_params, len(q), tlen, n_res, n_seq)
-        bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
+        if ev_params.model == "local" and ev_params.gamma is None:  # Karlin-Altschul: BLAST's
+            bits = np.asarray(bit_score(scores, ev_params, len(q), tlen), dtype=np.float64)
+        else:  # a law of the lengths: BLAST's bits of the E-value, so their orders agree
+            bits = bits_from_evalue(evals, len(q), n_res)
         own_law = params is None or (m.null_params is not None and params == m.null_params())
         reported = (reported_evalues(evals, method, method, len(q), db, n_seq, chance=own_law)
                     if calibrated else None)

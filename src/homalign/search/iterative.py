@@ -310,12 +310,19 @@ def _msa_db_state(target_msa: str, db: Any) -> tuple[Any, Any]:
 
 def _finish(query: Sequence, db: Any, hits: list, evalue: float, max_hits: int | None,
             traceback: bool, method: str, target_reps: Any, method_options: dict) -> list:
-    """Threshold and cut a ranked hit list, then trace the kept hits back with ``method``."""
+    """Threshold and cut a ranked hit list, then trace the kept hits back with ``method``. Each
+    hit's bits are BLAST's of its (fused, supported) E-value, ``log2(m n / E)``, so the two
+    orders agree."""
     import math
 
     from homalign.search.engine import search
+    from homalign.search.tail_calibration import bits_from_evalue
 
     fused = [h for h in hits if h.evalue <= evalue][:max_hits]
+    if fused:
+        bits = bits_from_evalue([h.evalue for h in fused], len(query), db.total_length)
+        for h, b in zip(fused, bits, strict=True):
+            h.bits = float(b)
     if not traceback or not fused:
         return fused
     keep = np.array([h.target_index for h in fused], dtype=np.int64)
