@@ -75,10 +75,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "or makedb directory; e.g. DB plus unlabelled UniProt sequences) instead "
                         "of DB, as HHblits builds it from UniRef; only DB is searched")
     p.add_argument("--neighbour-support", type=float, default=None, metavar="W",
-                   help="with --target-msa: each hit's E-value times min(1, E_nb)^W, E_nb the "
-                        "best E-value among its MSA-database neighbours in the list (a ranking "
-                        "value, not a calibrated E-value; default 2 when fused with another "
-                        "method, 0 = off for --method hhm/pssm)")
+                   help="with --target-msa: each hit's E-value times min(1, E_nb)^W, but never "
+                        "below min(E, E_nb), E_nb the best E-value among its MSA-database "
+                        "neighbours in the list (so from W ~ 1 on a supported hit ties its "
+                        "neighbour); a ranking value, not a calibrated E-value; default 2 when "
+                        "fused with another method, 0 = off for --method hhm/pssm")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="shard the work over Ray workers (local Ray, or a cluster ADDRESS); "
                         "results are written when all shards are done")
