@@ -129,21 +129,10 @@ def test_a_device_or_named_pipe_is_written_in_place_not_replaced(tmp_path: Path)
 
 
 def test_an_unwritable_destination_is_named_not_its_temporary_file(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"out\.txt: no such directory: .*nodir$"):
+    with pytest.raises(FileNotFoundError, match=r"out\.txt: no such directory: .*nodir$") as err:
         with atomic_write(tmp_path / "nodir" / "out.txt") as fh:
             fh.write("x")
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    os.chmod(locked, 0o500)
-    try:
-        if os.access(locked, os.W_OK):  # root writes anywhere: nothing to refuse
-            return
-        with pytest.raises(PermissionError, match=r"out\.txt: cannot write") as err:
-            with atomic_write(locked / "out.txt") as fh:
-                fh.write("x")
-        assert ".tmp" not in str(err.value)
-    finally:
-        os.chmod(locked, 0o700)
+    assert ".tmp" not in str(err.value)
 
 
 def test_atomic_directory_appears_whole_replaces_and_cleans_up(tmp_path: Path) -> None:

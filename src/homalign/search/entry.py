@@ -55,7 +55,6 @@ def check_search_options(method: str, options: dict[str, Any], iterative: bool =
 def _check_limits(iterations: Any, options: dict[str, Any]) -> None:
     """TypeError / ValueError for an ``iterations``, ``evalue`` or ``max_hits`` that is not a
     number of the right kind and range (a string, NaN, a negative or fractional count)."""
-    import math
     import numbers
 
     def count(name: str, value: Any) -> None:
@@ -71,7 +70,7 @@ def _check_limits(iterations: Any, options: dict[str, Any]) -> None:
         e = options["evalue"]
         if isinstance(e, bool) or not isinstance(e, numbers.Real):
             raise TypeError(f"evalue must be a number, got {type(e).__name__} {e!r}")
-        if not e > 0 or math.isnan(e):
+        if not e > 0:  # NaN too
             raise ValueError(f"evalue must be positive, got {e}")
 
 

@@ -39,15 +39,15 @@ from homalign.errors import InputError
 STORE = "hmms"
 FORMAT = "homalign-msadb-hmms"
 FORMAT_VERSION = 1
-PROFILE_KEYS = ("pseudocounts", "admix", "matrix")
 
 
 def round_options() -> dict[str, Any]:
     """The profile options of the database round's target HMMs: the ``hhm`` method's defaults
     for pseudocounts, their admixture and their matrix."""
     from homalign.methods.profile import HHM_DEFAULTS
+    from homalign.profile.sources import PROFILE_OPTIONS
 
-    return {k: HHM_DEFAULTS[k] for k in PROFILE_KEYS if k in HHM_DEFAULTS}
+    return {k: HHM_DEFAULTS[k] for k in PROFILE_OPTIONS if k in HHM_DEFAULTS}
 
 
 def a3m_stamp(outdir: str | os.PathLike, ids: list[str]) -> str:
@@ -210,7 +210,9 @@ def stored_targets(method: Any, db: Any, options: dict[str, Any]) -> StoredTarge
         store = open_hmm_store(msadb, db)
     except InputError:
         return None
-    wanted = {k: options[k] for k in PROFILE_KEYS if k in options}
+    from homalign.profile.sources import PROFILE_OPTIONS
+
+    wanted = {k: options[k] for k in PROFILE_OPTIONS if k in options}
     return StoredTargets(method, db, options, store) if wanted == store.options else None
 
 
