@@ -40,6 +40,21 @@ def test_whitespace_crlf_and_gaps(tmp_path: Path) -> None:
     assert record == FastaRecord("x", "desc", "ACDEF--..G")
 
 
+def test_classic_mac_line_endings_and_their_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "cr.fa"
+    path.write_bytes(b">x desc\rACDE\rFG\r>y\rKL\r")
+    assert list(read_fasta(path)) == [
+        FastaRecord("x", "desc", "ACDEFG"),
+        FastaRecord("y", "", "KL"),
+    ]
+    path.write_bytes(b">x\rACDE\r>y\rK1L\n")
+    error = _error(path)
+    assert error.line == 4 and error.column == 2
+    mixed = tmp_path / "mixed.fa"
+    mixed.write_bytes(b">x\r\nAC\rDE\n>y\nW")
+    assert [r.sequence for r in read_fasta(mixed)] == ["ACDE", "W"]
+
+
 def test_star_on_its_own_line(tmp_path: Path) -> None:
     path = _write(tmp_path, ">x\nACD\n*\n>y\nW\n")
     assert [r.sequence for r in read_fasta(path)] == ["ACD", "W"]

@@ -249,7 +249,10 @@ def test_tab_a3m_pair_output(small_db, tmp_path):
         assert rebuilt.upper() == h.alignment.target[s:e]
     buf = io.StringIO()
     write_hits(buf, [(q, hits[:2])], fmt="pair")
-    assert buf.getvalue().count(f">{q.id} vs ") == 2
+    text = buf.getvalue()
+    assert text.count(f"# {q.id} (L={len(q)}) vs ") == 2
+    # the hit's own ranking score, bits and E-value, as in tab and JSON output
+    assert f"# score={hits[0].score:.2f}" in text and f"bits={hits[0].bits:.1f}" in text
     # several queries: one <id>.a3m each in the directory; an id that cannot be a file name in
     # it (a path, a Pfam-style range) is refused before anything is written
     many = tmp_path / "many"

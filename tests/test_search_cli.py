@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,17 @@ def test_search_a3m_and_pair_output(homstrad_fasta, tmp_path, capsys):
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert out.count(f"# {q} (L=") == 2 and "evalue=" in out and "bits=" in out
+    # a learned hit's pair block shows the score it was ranked by (JSON's), then its alignment's
+    args = ["search", str(qfile), str(fasta), "--method", "learned", "--max-hits", "2",
+            "--no-progress"]
+    assert main([*args, "--format", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main([*args, "--format", "pair"]) == 0
+    heads = [line for line in capsys.readouterr().out.splitlines() if line.startswith("# score=")]
+    assert len(heads) == len(records) == 2
+    for head, rec in zip(heads, records, strict=True):
+        assert head.startswith(f"# score={rec['score']:.2f} aln_score=")
+        assert f"bits={rec['bitscore']:.1f}" in head
 
 
 def test_search_cli_errors(homstrad_fasta, tmp_path, capsys):

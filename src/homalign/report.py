@@ -25,17 +25,25 @@ def _midline(qa: str, ta: str) -> str:
     return "".join(out)
 
 
-def format_pair(aln: Alignment, width: int = 60) -> str:
-    """A BLAST-like pairwise display of the aligned region."""
+def format_pair(aln: Alignment, width: int = 60, *, score: float | None = None,
+                evalue: float | None = None, bits: float | None = None,
+                query_id: str | None = None, target_id: str | None = None) -> str:
+    """A BLAST-like pairwise display of the aligned region. A search hit passes its own
+    ``score`` (the ranking score, as in tab and JSON output), ``evalue``, ``bits`` and ids; where
+    its score is not the alignment's, the alignment's follows as ``aln_score``."""
     qa, ta = aln.gapped()
     cols = len(qa)
     n_gaps = qa.count("-") + ta.count("-")
+    ev = aln.evalue if evalue is None else evalue
+    bs = aln.bits if bits is None else bits
+    sc = aln.score if score is None else float(score)
     head = [
-        f"# {aln.query_id} (L={len(aln.query)}) vs {aln.target_id} (L={len(aln.target)})"
-        f"  method={aln.method}",
-        f"# score={aln.score:.2f}"
-        + (f" bits={aln.bits:.1f}" if aln.bits is not None else " bits=NA")
-        + (f" evalue={aln.evalue:.2g}" if aln.evalue is not None else " evalue=NA")
+        f"# {query_id or aln.query_id} (L={len(aln.query)}) vs {target_id or aln.target_id}"
+        f" (L={len(aln.target)})  method={aln.method}",
+        f"# score={sc:.2f}"
+        + (f" aln_score={aln.score:.2f}" if sc != aln.score else "")
+        + (f" bits={bs:.1f}" if bs is not None and not math.isnan(bs) else " bits=NA")
+        + (f" evalue={ev:.2g}" if ev is not None and not math.isnan(ev) else " evalue=NA")
         + f" aligned={aln.length} identities={aln.n_identical}/{cols}"
         + (f" ({100 * aln.n_identical / cols:.0f}%)" if cols else "")
         + f" gaps={n_gaps}/{cols} cigar={aln.cigar or '-'}",
@@ -80,8 +88,14 @@ def format_a3m(aln: Alignment) -> str:
     return f">{aln.query_id}\n{aln.query}\n>{aln.target_id}\n{''.join(row)}\n"
 
 
-def tabular_hit(aln: Alignment, evalue: float | None = None, bits: float | None = None):
-    """The BLAST ``-outfmt 6`` row of an alignment (plus qaln/taln), as ``homalign.io.TabularHit``."""
+def tabular_hit(aln: Alignment, evalue: float | None = None, bits: float | None = None, *,
+                query_id: str | None = None, target_id: str | None = None):
+    """The BLAST ``-outfmt 6`` row of an alignment (plus qaln/taln), as ``homalign.io.TabularHit``
+    (a search hit passes its own E-value, bits and ids).
+
+    BLAST's columns: ``length`` counts alignment columns (gaps included), ``pident`` identical
+    columns / length, ``mismatch`` aligned non-identical pairs, ``gapopen`` gap runs; positions
+    are 1-based and inclusive."""
     from homalign.io import TabularHit
 
     qa, ta = aln.gapped()
@@ -91,7 +105,7 @@ def tabular_hit(aln: Alignment, evalue: float | None = None, bits: float | None 
     ev = aln.evalue if evalue is None else evalue
     bs = aln.bits if bits is None else bits
     return TabularHit(
-        qseqid=aln.query_id, sseqid=aln.target_id,
+        qseqid=query_id or aln.query_id, sseqid=target_id or aln.target_id,
         pident=100.0 * aln.n_identical / cols if cols else 0.0,
         length=cols, mismatch=aln.length - aln.n_identical, gapopen=aln.n_gap_opens,
         qstart=qs + 1, qend=qe, sstart=ts + 1, send=te,

@@ -187,7 +187,8 @@ def render_hits(hits, fmt: str, columns, query, db) -> str:
     """The text of one query's hits in ``fmt`` (tab with ``columns``, json or pair); without
     alignments (:func:`needs_alignments` False) a line is the hit's own fields, the lengths
     those of ``query`` and of its target in ``db``."""
-    from homalign.report import format_hit_tabular, format_json, format_pair, format_tabular
+    from homalign.report import format_hit_tabular, format_json, format_tabular
+    from homalign.search.hits import format_pair as format_hit_pair
 
     if not needs_alignments(fmt, columns):
         return "".join(format_hit_tabular(
@@ -205,7 +206,7 @@ def render_hits(hits, fmt: str, columns, query, db) -> str:
         elif fmt == "json":
             out.append(format_json(h.alignment, **kw))
         else:
-            out.append(format_pair(h.alignment) + "\n")
+            out.append(format_hit_pair(h, 60) + "\n")
     return "".join(out)
 
 

@@ -34,13 +34,31 @@ def _gzip_lines(handle, path: Path) -> Iterator[tuple[int, bytes]]:
         raise InputError(f"damaged gzip data: {exc}", path=path, line=number + 1) from None
 
 
+def _split_cr(lines: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+    """Renumber ``(number, raw)`` lines, splitting a line at every bare ``\\r`` (classic Mac
+    line endings: such a file arrives as one line); ``\\r\\n`` endings stay one line."""
+    number = 0
+    for _, raw in lines:
+        body = raw[:-1] if raw.endswith(b"\n") else raw
+        if b"\r" not in body[:-1]:
+            number += 1
+            yield number, raw
+            continue
+        parts = body.split(b"\r")
+        if body.endswith(b"\r"):
+            parts.pop()
+        for part in parts:
+            number += 1
+            yield number, part
+
+
 def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line)`` (1-based, without the line ending) of a UTF-8 text file
     (gzip-compressed when it starts with gzip's magic bytes, whatever its name: standard input
     too).
 
     Lines are decoded one at a time so that a decoding error names its exact line. ``\\r\\n``
-    line endings and a leading byte-order mark are accepted.
+    and classic Mac ``\\r`` line endings and a leading byte-order mark are accepted.
     """
     p = check_readable(path)
     try:
@@ -51,7 +69,7 @@ def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
         stack.enter_context(plain)
         gz = plain.peek(2)[:2] == b"\x1f\x8b"  # peeked, not read: a pipe loses nothing
         handle = stack.enter_context(gzip.GzipFile(fileobj=plain, mode="rb")) if gz else plain
-        for number, raw in (_gzip_lines(handle, p) if gz else enumerate(handle, 1)):
+        for number, raw in _split_cr(_gzip_lines(handle, p) if gz else enumerate(handle, 1)):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -82,29 +82,14 @@ def fuse_hits(lists: Sequence[Sequence[Hit]], weights: Sequence[float]) -> list[
 
 
 def to_tabular(hit: Hit):
-    """The BLAST ``-outfmt 6`` row of a hit, with ``qaln``/``taln``, as ``homalign.io.TabularHit``.
+    """The BLAST ``-outfmt 6`` row of a hit, with ``qaln``/``taln``, as ``homalign.io.TabularHit``
+    (:func:`homalign.report.tabular_hit` with the hit's E-value, bits and ids)."""
+    from homalign.report import tabular_hit
 
-    BLAST's columns: ``length`` counts alignment columns (gaps included), ``pident`` identical
-    columns / length, ``mismatch`` aligned non-identical pairs, ``gapopen`` gap runs; positions
-    are 1-based and inclusive.
-    """
-    from homalign.io import TabularHit
-
-    aln = hit.alignment
-    if aln is None:
+    if hit.alignment is None:
         raise ValueError(f"hit {hit.target_id} has no alignment")
-    qa, ta = aln.gapped()
-    length = len(qa)
-    ident = aln.n_identical
-    qs, qe = aln.query_span
-    ts, te = aln.target_span
-    return TabularHit(
-        qseqid=hit.query_id, sseqid=hit.target_id,
-        pident=100.0 * ident / length if length else 0.0, length=length,
-        mismatch=aln.length - ident, gapopen=aln.n_gap_opens,
-        qstart=qs + 1, qend=qe, sstart=ts + 1, send=te,
-        evalue=hit.evalue, bitscore=hit.bits, qaln=qa or "-", taln=ta or "-",
-    )
+    return tabular_hit(hit.alignment, hit.evalue, hit.bits, query_id=hit.query_id,
+                       target_id=hit.target_id)
 
 
 def format_tab(hits: Iterable[Hit], extra: Sequence[str] = ()) -> str:
@@ -134,33 +119,14 @@ def hits_msa(query: Protein, hits: Iterable[Hit]) -> MSA:
 
 
 def format_pair(hit: Hit, width: int = 60) -> str:
-    """A readable pairwise block: header, then query / midline / target lines."""
-    from homalign.io.blast_tab import format_evalue
+    """A readable pairwise block (:func:`homalign.report.format_pair` with the hit's ranking
+    score, E-value, bits and ids), as ``homalign search --format pair`` writes it."""
+    from homalign.report import format_pair as format_alignment
 
-    aln = hit.alignment
-    if aln is None:
+    if hit.alignment is None:
         raise ValueError(f"hit {hit.target_id} has no alignment")
-    qa, ta = aln.gapped()
-    mid = "".join("|" if a == b else (" " if "-" in (a, b) else ".") for a, b in
-                  zip(qa, ta, strict=True))
-    qs, _ = aln.query_span
-    ts, _ = aln.target_span
-    out = [f">{hit.query_id} vs {hit.target_id}  score={hit.score:.1f} bits={hit.bits:.1f} "
-           f"evalue={format_evalue(hit.evalue)} identity={aln.identity:.3f} "
-           f"aligned={aln.length}"]
-    qi, ti = qs, ts
-    w = max(len(hit.query_id), len(hit.target_id), 5)
-    for start in range(0, len(qa), width):
-        qb, mb, tb = qa[start:start + width], mid[start:start + width], ta[start:start + width]
-        qn = sum(c != "-" for c in qb)
-        tn = sum(c != "-" for c in tb)
-        out.append(f"{hit.query_id:<{w}} {qi + 1:>6} {qb} {qi + qn}")
-        out.append(f"{'':<{w}} {'':>6} {mb}")
-        out.append(f"{hit.target_id:<{w}} {ti + 1:>6} {tb} {ti + tn}")
-        out.append("")
-        qi += qn
-        ti += tn
-    return "\n".join(out) + "\n"
+    return format_alignment(hit.alignment, width, score=hit.score, evalue=hit.evalue,
+                            bits=hit.bits, query_id=hit.query_id, target_id=hit.target_id)
 
 
 def write_hits(path: str | Path | IO[str], results: Sequence[tuple[Any, list[Hit]]],
