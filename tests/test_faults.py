@@ -294,6 +294,16 @@ def test_cli_input_error_is_one_line(monkeypatch, capsys):
     assert rc == 2 and err == "homalign align: error: a.fa:3: bad residue\n"
 
 
+def test_cli_dead_worker_is_one_line_with_its_own_status(monkeypatch, capsys):
+    """A worker the system killed is neither bad input (2) nor a bug (70): EX_OSERR, 71."""
+    from homalign.errors import WORKER_STATUS, WorkerError
+
+    monkeypatch.delenv("HOMALIGN_DEBUG", raising=False)
+    rc, err = _run_cli_with(monkeypatch, capsys, WorkerError("a search worker process died"))
+    assert rc == WORKER_STATUS == 71
+    assert err == "homalign align: error: a search worker process died\n"
+
+
 @pytest.mark.parametrize("failure", [IndexError("list index out of range"),
                                      OverflowError("int too large"), KeyError("x"),
                                      ValueError("invalid literal for int()")])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from tests.proteins import mutate, random_protein
 
+from homalign.errors import WorkerError
 from homalign.io import FastaRecord, write_fasta
 from homalign.search import SequenceDB, makedb, open_database, parallel, search_many
 from homalign.search.parallel import database_dir, iter_search, pack_hits, unpack_hits
@@ -232,7 +233,7 @@ def test_a_dead_worker_is_an_error_never_missing_hits(database) -> None:
     queries = [Sequence(f"{s.id}.{k}", s.residues) for k in range(16) for s in seqs]
     one = _key(iter_search(queries, db, "sw", workers=1, evalue=1e3))
     got = []
-    with pytest.raises(RuntimeError, match="worker process died"):
+    with pytest.raises(WorkerError, match="worker process died"):
         for q, hits in iter_search(queries, db, "sw", workers=2, evalue=1e3):
             got.append((q, hits))
             if len(got) == 1:

@@ -79,3 +79,30 @@ def test_ray_learned_and_iterative_searches_identical_to_single_process(tmp_path
     assert _key(plain_by_db) == _key(plain) != _key(learned)
     assert _key(it_ray) == _key(iterative)
     assert any(h.target_id == q.id for q, hits in learned for h in hits)
+
+
+def test_an_address_nothing_answers_at_is_refused_at_once(tmp_path, capsys):
+    """Ray waits minutes on a wrong cluster address: a HOST:PORT that refuses connections, or an
+    address that is no HOST:PORT, is a clear error before Ray is started."""
+    import socket
+    import time
+
+    from homalign.cli import main
+
+    with socket.socket() as sock:  # a port nothing listens on once this is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    db, queries = _db_and_queries()
+    start = time.monotonic()
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+        with pytest.raises(ValueError, match="no Ray cluster answers there"):
+            search_ray(queries[:1], db, "sw", address=address)
+    with pytest.raises(ValueError, match="expected local, auto or HOST:PORT"):
+        search_ray(queries[:1], db, "sw", address="bogus")
+    assert time.monotonic() - start < 30
+    fasta = tmp_path / "db.fa"
+    fasta.write_text("".join(f">{s.id}\n{s.residues}\n" for s in (db.sequence(i)
+                                                                    for i in range(len(db)))))
+    assert main(["search", str(fasta), str(fasta), "--ray", f"127.0.0.1:{port}",
+                 "--no-progress"]) == 2
+    assert "no Ray cluster answers there" in capsys.readouterr().err

@@ -42,3 +42,13 @@ class InputError(HomalignError, ValueError):
         if self.column is not None:
             where.append(f"position {self.column}")
         return f"{', '.join(where)}: {self.reason}" if where else self.reason
+
+
+class WorkerError(HomalignError, RuntimeError):
+    """A worker process or Ray task died (killed, out of memory) before its work was done: the
+    input was not at fault and neither was homalign's code, so the CLI exits with
+    :data:`WORKER_STATUS`, not 2 (bad input) or 70 (a bug)."""
+
+
+#: EX_OSERR (sysexits.h): the operating system stopped a worker
+WORKER_STATUS = 71

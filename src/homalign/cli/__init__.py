@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from homalign.errors import HomalignError
+from homalign.errors import WORKER_STATUS, HomalignError, WorkerError
 
 VERBS = ("align", "search", "makedb", "makemsa", "benchmark", "train", "examples")
 
@@ -80,6 +80,9 @@ def _run(args: argparse.Namespace) -> int:
         return int(args._run(args) or 0)
     except BrokenPipeError:
         return _closed_pipe()
+    except WorkerError as exc:  # killed by the system: neither bad input nor a bug
+        print(f"homalign {args.verb}: error: {exc}", file=sys.stderr)
+        return WORKER_STATUS
     except (HomalignError, OSError) as exc:  # bad input, a damaged file, the file system
         if os.environ.get("HOMALIGN_DEBUG"):
             raise

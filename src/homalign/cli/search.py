@@ -81,7 +81,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "neighbour); a ranking value, not a calibrated E-value; default 2 when "
                         "fused with another method, 0 = off for --method hhm/pssm")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
-                   help="shard the work over Ray workers (local Ray, or a cluster ADDRESS); "
+                   help="shard the work over Ray workers (local Ray, or a cluster ADDRESS: "
+                        "HOST:PORT, ray://HOST:PORT or auto); "
                         "results are written when all shards are done")
     p.add_argument("--workers", type=_common.positive_int, default=None,
                    help="number of Ray workers with --ray (default: --threads)")

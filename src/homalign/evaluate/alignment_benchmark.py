@@ -31,11 +31,13 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from homalign.errors import WorkerError
 from homalign.evaluate.metrics import PairMetrics, score_pair, summarise
 from homalign.evaluate.reference import ReferencePair, load_reference_pairs
 
@@ -261,9 +263,12 @@ def run_alignment_benchmark(
                         for t, res in zip(futures[fut], fut.result(), strict=True):
                             results[t] = res
                         bar.update(len(futures[fut]))
-                except BaseException:
+                except BaseException as exc:
                     for fut in futures:
                         fut.cancel()
+                    if isinstance(exc, BrokenProcessPool):
+                        raise WorkerError("an alignment worker process died (killed, or out of "
+                                          "memory); rerun with fewer --threads") from None
                     raise
     finally:
         bar.close()

@@ -32,6 +32,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from homalign.errors import WorkerError
 from homalign.io.atomic import remove_abandoned_dirs
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.engine import (
@@ -214,7 +215,7 @@ def _in_workers(qs: list[Sequence], db_dir: str, n: int, method: str, options: d
             for q, cols in zip(qs, pool.map(_search_one, qs), strict=True):
                 yield q, unpack_hits(cols)
         except BrokenProcessPool:
-            raise RuntimeError(f"a search worker process died (killed, or out of memory) "
+            raise WorkerError(f"a search worker process died (killed, or out of memory) "
                                f"while searching {db_dir}: no hits are reported for the "
                                f"queries it held; rerun with fewer --threads") from None
 

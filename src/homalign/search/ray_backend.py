@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from homalign.errors import WorkerError
 from homalign.search.database import SequenceDB, open_database
 from homalign.search.hits import Hit, rank_hits
 from homalign.search.neighbours import NEIGHBOURS_JSON
@@ -46,6 +47,8 @@ def _require_ray():
 
 def _init(ray, address: str | None, workers: int) -> bool:
     """Start or join Ray; True when this call started it (and should shut it down)."""
+    if address not in (None, "local"):
+        _check_reachable(address)
     if ray.is_initialized():
         return False
     if address in (None, "local"):
@@ -54,6 +57,26 @@ def _init(ray, address: str | None, workers: int) -> bool:
     else:
         ray.init(address=address, log_to_driver=False, configure_logging=False)
     return True
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse a ``HOST:PORT`` (or ``ray://HOST:PORT``) address nothing answers at within
+    ``timeout`` seconds: Ray itself waits minutes on a wrong one. ``auto`` and other forms are
+    Ray's to resolve."""
+    import socket
+
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        if address == "auto":
+            return
+        raise ValueError(f"--ray {address!r}: expected local, auto or HOST:PORT")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ValueError(f"--ray {address!r}: no Ray cluster answers there ({reason})") from None
 
 
 def _split(n: int, parts: int) -> list[tuple[int, int]]:
@@ -178,9 +201,11 @@ def _gather(ray, futures):  # noqa: ANN001, ANN202
     never returns with a shard missing)."""
     try:
         return ray.get(futures)
-    except ray.exceptions.RayError as exc:
-        raise RuntimeError(f"a Ray search shard failed after {TASK_RETRIES} retries: "
-                           f"{type(exc).__name__}: {exc}") from exc
+    except ray.exceptions.RayTaskError as exc:  # the search raised inside a shard
+        raise RuntimeError(f"a Ray search shard failed: {type(exc).__name__}: {exc}") from exc
+    except ray.exceptions.RayError as exc:  # its worker died, every retry
+        raise WorkerError(f"a Ray search shard failed after {TASK_RETRIES} retries: "
+                          f"{type(exc).__name__}: {exc}") from exc
 
 
 def _by_queries(ray, queries, db, method, workers, kwargs, iterative=None):
