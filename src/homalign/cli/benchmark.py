@@ -45,16 +45,6 @@ def _msa_mode(text: str) -> str:
     raise argparse.ArgumentTypeError("expected 'single' or 'iterative:N' (N >= 1)")
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def method_options(args: argparse.Namespace) -> dict:
     """Options passed through to every method (only those given on the command line)."""
     opts = {}
@@ -74,7 +64,7 @@ def add_alignment_arguments(p: argparse.ArgumentParser) -> None:
                    help="methods to run (default: learned,sw,nw and the installed peers)")
     p.add_argument("--out", metavar="OUTDIR", default=DEFAULT_OUT,
                    help=f"output directory (default: ./{DEFAULT_OUT})")
-    p.add_argument("--max-pairs", type=_positive, default=None, metavar="N",
+    p.add_argument("--max-pairs", type=_common.positive_int, default=None, metavar="N",
                    help="at most N pairs, evenly spaced over the families")
     _common.add_threads(p, "worker processes, each with one thread (1: in this process)",
                         aliases=("--jobs",))
