@@ -322,7 +322,7 @@ def test_int8_one_query_equals_the_float_path_through_both_fallbacks(n: int) -> 
     for go, ge in ((11.0, 1.0), (5.0, 2.0), (0.0, 0.0), (300.0, 1.0), (3.0, 500.0)):
         ref = score_local_codes_float32(qs, ts, M, go, ge)
         assert np.array_equal(score_local_codes(qs, ts, M, go, ge), ref)
-    if not lanes_int.AVAILABLE8:
+    if not lanes_int.INT8_LANES:
         return
     g, e = np.float32(12.0), np.float32(1.0)
     limit = int8_limit(M, g, e)
@@ -351,11 +351,11 @@ def test_int8_is_taken_for_one_query_only(monkeypatch: pytest.MonkeyPatch) -> No
     rng = np.random.default_rng(29)
     qs, ts = _random_set(rng, 70, True, hi=120)
     score_local_codes(qs, ts, B62)
-    assert calls == ([1] if lanes_int.AVAILABLE8 else [])
+    assert calls == ([1] if lanes_int.INT8_LANES else [])  # 64 lanes on AVX-512 VBMI, 32 on AVX2
     qs2, ts2 = _random_set(rng, 70, False, hi=120)
     score_local_codes(qs2, ts2, B62)
     score_local_codes(qs, ts, B62 + np.float32(0.5))
-    assert len(calls) == (1 if lanes_int.AVAILABLE8 else 0)
+    assert len(calls) == (1 if lanes_int.INT8_LANES else 0)
     assert int8_limit(B62 + np.float32(0.5), np.float32(12), np.float32(1)) is None
     assert LANES8 == 2 * LANES16
 
@@ -401,7 +401,8 @@ def test_one_query_against_slices_of_packed_codes_equals_the_float_path() -> Non
 def test_int8_layout_made_once_serves_every_query() -> None:
     """A database's int8 layout (targets sorted by length, lane-major codes) is made once and
     kept: every query scores the same with it as with a layout made for it, and a layout of
-    other targets is refused (without AVX-512 VBMI no layout is asked for)."""
+    other targets is refused (in groups of the host's int8 lanes: 64 with AVX-512 VBMI, 32 with
+    AVX2; without the int8 kernel no layout is asked for)."""
     from homalign.dp.lanes import score_local_query_packed
 
     rng = np.random.default_rng(43)
@@ -409,11 +410,12 @@ def test_int8_layout_made_once_serves_every_query() -> None:
     codes = np.concatenate(ts).astype(np.uint8)
     lens = np.array([len(t) for t in ts], dtype=np.int64)
     starts = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-    layout = lanes_int.int8_layout(codes, starts, lens, LANES8)
+    lanes = lanes_int.INT8_LANES or LANES8
+    layout = lanes_int.int8_layout(codes, starts, lens, lanes)
     assert np.array_equal(layout.order, np.argsort(lens, kind="stable"))
-    assert layout.codes.shape == (int(layout.widths.sum()) * LANES8,) and layout.lanes == LANES8
-    g0 = layout.order[:LANES8]  # the first group's lane 5 holds its sixth target's codes
-    assert np.array_equal(layout.codes[5:LANES8 * lens[g0[5]]:LANES8], ts[g0[5]])
+    assert layout.codes.shape == (int(layout.widths.sum()) * lanes,) and layout.lanes == lanes
+    g0 = layout.order[:lanes]  # the first group's lane 5 holds its sixth target's codes
+    assert np.array_equal(layout.codes[5:lanes * lens[g0[5]]:lanes], ts[g0[5]])
     made = []
 
     def kept() -> lanes_int.Int8Layout:
@@ -424,13 +426,16 @@ def test_int8_layout_made_once_serves_every_query() -> None:
         got = score_local_query_packed(q, codes, starts, lens, B62, layout=kept)
         want = score_local_codes_float32([q] * len(ts), ts, B62, 11.0, 1.0)
         assert np.array_equal(got, want)
-    assert len(made) == (3 if lanes_int.AVAILABLE8 else 0)
-    if not lanes_int.AVAILABLE8:
+    assert len(made) == (3 if lanes_int.INT8_LANES else 0)
+    if not lanes_int.INT8_LANES:
         return
     g, e = np.float32(12.0), np.float32(1.0)
-    with pytest.raises(ValueError, match="holds 150 targets in groups of 64, not 3"):
+    with pytest.raises(ValueError, match=f"holds 150 targets in groups of {lanes}, not 3"):
         int8_scores(B62, g, e, int8_limit(B62, g, e), np.arange(5), codes, starts[:3],
                     lens[:3], layout)
+    other = lanes_int.int8_layout(codes, starts, lens, LANES8 if lanes != LANES8 else lanes // 2)
+    with pytest.raises(ValueError, match=f"groups of {other.lanes}, not 150 in groups of {lanes}"):
+        score_local_query_packed(ts[3].copy(), codes, starts, lens, B62, layout=lambda: other)
 
 
 @pytest.mark.parametrize("with_int16", [True, False])

@@ -44,7 +44,7 @@ def test_evalue_format(value: float, text: str) -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"), [(45.83, "45.8"), (99.9, "99.9"), (99.97, "100"), (285.7, "285"), (9999.7, "9999"),
-     (12345.6, "1.235e+04")]
+     (12345.6, "12345"), (99999.9, "99999"), (105300.2, "1.053e+05")]  # as BLAST+ 2.12
 )
 def test_bitscore_format(value: float, text: str) -> None:
     assert format_bitscore(value) == text

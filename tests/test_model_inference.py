@@ -49,9 +49,9 @@ def _check(model, q, targets) -> None:
         ref = g_ref.to_numpy(0, len(q), len(t))
         for name in GAP_FIELDS:
             np.testing.assert_allclose(getattr(gaps, name), ref[name], rtol=1e-5, atol=1e-6)
-        # one pair alone is the same computation
+        # one pair alone is the same computation (BLAS may round another shape otherwise)
         S1, _ = model.score_embedded(q, e_q, t, model.embed(t))
-        np.testing.assert_allclose(S1, S, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(S1, S, rtol=1e-5, atol=1e-5)
 
 
 def test_closed_form_equals_the_torch_scorer_for_one_aligner() -> None:

@@ -4,7 +4,7 @@ column selection by BLAST's field names (``-outfmt "6 qseqid sseqid ... qseq sse
 Numbers are formatted the way BLAST+ writes its tabular output: percent identity with three
 decimals; the E-value ``0.0`` below 1e-180, ``%.2e`` below 0.0009, then ``%.3f``, ``%.2f``,
 ``%.1f`` and ``%.0f`` for the bands up to 0.1, 1, 10 and above; the bit score ``%.1f`` below 100,
-then truncated to an integer, ``%.3e`` from 10000. Formatting is idempotent: reading a line and
+then truncated to an integer, ``%.3e`` from 100000. Formatting is idempotent: reading a line and
 writing it again gives the same text. A value a method does not compute (an E-value or a bit
 score without a null law) is written :data:`NOT_COMPUTED` (``NA``) and read back as NaN.
 """
@@ -150,12 +150,12 @@ def format_evalue(evalue: float) -> str:
 
 
 def format_bitscore(bits: float) -> str:
-    """A bit score as BLAST+ writes it: ``%.1f`` below 100, an integer (truncated) up to 9999,
-    ``%.3e`` from 10000 (BLAST switches to the integer at 99.9; here at 100, so that a value
+    """A bit score as BLAST+ writes it: ``%.1f`` below 100, an integer (truncated) up to 99999,
+    ``%.3e`` from 100000 (BLAST switches to the integer at 99.9; here at 100, so that a value
     always reads back to the same text)."""
     if math.isnan(bits):
         return NOT_COMPUTED
-    if bits >= 10000:
+    if bits >= 100000:
         return f"{bits:.3e}"
     if bits >= 100:
         return str(int(bits))

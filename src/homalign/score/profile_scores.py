@@ -100,11 +100,11 @@ def hhsearch_scores(
     """``scale * (log2 sum_a q_i(a) t_j(a) / f(a) + shift)`` for all column pairs, in float32
     (the sum, its logarithm and the result: within ~1e-6 bits of float64).
 
-    The sums are one float32 BLAS product (3x a compiled loop at L = 250). BLAS shares a
-    product's rows and columns among its threads, never a 20-term sum, so the scores do not
-    depend on the thread count (tested); a search scores its pairs on one BLAS thread
-    (:func:`homalign.threads.one_blas_thread`), so that many small products do not
-    oversubscribe the cores."""
+    The sums are one float32 BLAS product (3x a compiled loop at L = 250). A threaded BLAS may
+    round a product differently from one thread (OpenBLAS on an AMD EPYC: ~1 float32 ulp in 3%
+    of the cells), so a search scores and traces its pairs on one BLAS thread
+    (:func:`homalign.threads.one_blas_thread`): the same bits at any ``--threads``, and many
+    small products do not oversubscribe the cores."""
     return hhsearch_scores_of(hhsearch_query_odds(q_probs, background),
                               hhsearch_target_columns(t_probs), shift=shift, scale=scale)
 

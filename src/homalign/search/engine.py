@@ -338,12 +338,14 @@ def _tracebacks(method: Method, query: Sequence, qrep: Any, reps: TargetReps,
     :func:`homalign.dp.batch.align_batch` call per :data:`TRACE_BATCH` (and mode), the same
     alignments as per-pair :func:`homalign.dp.align`."""
     from homalign.dp.batch import align_batch
+    from homalign.threads import one_blas_thread
 
     assert method.score is not None
     out: dict[int, Alignment] = {}
     for a in range(0, len(targets), TRACE_BATCH):
         part = targets[a:a + TRACE_BATCH]
-        pss = [method.score(qrep, reps.get(t), **options) for t in part]
+        with one_blas_thread():  # the scores of _dp_scores, to the bit
+            pss = [method.score(qrep, reps.get(t), **options) for t in part]
         for mode in dict.fromkeys(ps.mode for ps in pss):
             ks = [k for k, ps in enumerate(pss) if ps.mode == mode]
             results = align_batch([pss[k].S for k in ks], [pss[k].gaps for k in ks], mode=mode)
