@@ -91,7 +91,7 @@ def test_msa_and_db_pass_through(data_dir, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("bad", [["--msa", "iterative"], ["--msa", "profile"], ["--jobs", "0"],
                                  ["--max-pairs", "-1"], ["--max-pairs", "x"],
-                                 ["--methods", "sw,sw"]])
+                                 ["--methods", "sw,sw"], ["--shift", "-1"]])
 def test_bad_options_are_rejected(bad):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["benchmark", "alignment", *bad])

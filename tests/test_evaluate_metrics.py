@@ -64,6 +64,12 @@ def test_bad_input_rejected():
         score_pair(_diag(4), _diag(3), 3, 5)  # query index 3 outside Lq=3
     with pytest.raises(ValueError):
         score_pair(_diag(3), _diag(3), 0, 3)
+    # an aligner's pairs align each residue once, in order: ten copies of one pair cannot
+    # make a recall of 3.3
+    with pytest.raises(ValueError, match="strictly increasing"):
+        score_pair(np.array([[0, 0]] * 10), _diag(3), 5, 5)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        score_pair(_diag(3), np.array([[0, 1], [1, 0]]), 5, 5)
 
 
 @st.composite

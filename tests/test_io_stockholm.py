@@ -90,3 +90,13 @@ def test_bad_input(tmp_path: Path, text: str, line: int, needle: str) -> None:
 def test_empty_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no Stockholm alignment"):
         read_stockholm(_write(tmp_path, "\n"))
+
+
+def test_rows_of_one_id_are_refused_not_written(tmp_path: Path) -> None:
+    """Every Stockholm reader joins rows of one name into one (interleaved blocks): two rows
+    with the same id are refused, and nothing is written."""
+    out = tmp_path / "d.sto"
+    msa = MSA(["q", "s1", "s1"], ["ACDEFGHIKL", "AC-EFGHIKL", "ACDEFGHIK-"])
+    with pytest.raises(ValueError, match="'s1' is the name of rows 2 and 3"):
+        write_stockholm(out, msa)
+    assert not out.exists()

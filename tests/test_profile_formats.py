@@ -124,6 +124,63 @@ def test_hmmer_round_trip_and_truncation(tmp_path):
     assert err.value.path == str(tmp_path / "cut.hmm") and err.value.line is not None
 
 
+def test_model_files_may_be_gzip_compressed(tmp_path):
+    """``.hmm``, ``.hhm`` and PSSM files read the same gzip-compressed (as HMMER reads a
+    ``.hmm.gz``), whatever their names."""
+    import gzip
+
+    from homalign.io import MSA
+    from homalign.profile.pyhmmer_adapter import build_hmm, read_hmm, write_hmm
+
+    q = Sequence("q", "MKVLAAGIVGLLLAGCSSHKEE")
+    hmm = build_hmm(q, MSA(["q", "a"], [q.residues, "MKVLSAGIV-LLLAGCSSHKEE"]))
+    write_hmm(tmp_path / "q.hmm", hmm)
+    (tmp_path / "q.hhm").write_text(HHM)
+    write_pssm(tmp_path / "q.pssm", Profile.from_rows(["MKVLAAGW", "MRVLSAGW"]))
+    for name in ("q.hmm", "q.hhm", "q.pssm"):
+        (tmp_path / (name + ".gz")).write_bytes(gzip.compress((tmp_path / name).read_bytes()))
+    a, b = read_hmm(tmp_path / "q.hmm"), read_hmm(tmp_path / "q.hmm.gz")
+    assert np.array_equal(np.asarray(a.match_emissions), np.asarray(b.match_emissions))
+    np.testing.assert_array_equal(read_hhm(tmp_path / "q.hhm").probs,
+                                  read_hhm(tmp_path / "q.hhm.gz").probs)
+    np.testing.assert_array_equal(read_pssm(tmp_path / "q.pssm").scores,
+                                  read_pssm(tmp_path / "q.pssm.gz").scores)
+    (tmp_path / "bad.hhm").write_bytes(gzip.compress(HHM.encode())[:40])
+    with pytest.raises(InputError, match="damaged gzip data"):
+        read_hhm(tmp_path / "bad.hhm")
+
+
+def test_a_file_of_several_hmms_is_refused_as_a_query_model(tmp_path):
+    from homalign.io import MSA
+    from homalign.profile.pyhmmer_adapter import build_hmm, read_hmm, write_hmm
+
+    models = []
+    for name, residues in (("one", "MKVLAAGIVGLLLAGCSSHKEE"), ("two", "GSHMRRLLEEAAKKW")):
+        q = Sequence(name, residues)
+        write_hmm(tmp_path / f"{name}.hmm", build_hmm(q, MSA([name], [residues])))
+        models.append((tmp_path / f"{name}.hmm").read_text())
+    (tmp_path / "both.hmm").write_text("".join(models))
+    with pytest.raises(InputError, match="more than one HMM") as err:
+        read_hmm(tmp_path / "both.hmm")
+    assert err.value.path == str(tmp_path / "both.hmm")
+
+
+def test_pssm_rows_without_percentages_take_the_emissions_alone(tmp_path):
+    """psiblast writes all-zero percentages for some rows: those rows (and only those) take
+    the emissions as observed frequencies; every other row keeps its percentages."""
+    import dataclasses
+
+    prof = Profile.from_rows(["MKVLAAGW", "MRVLSAGW", "MKILAAGF"])
+    write_pssm(tmp_path / "q.pssm", prof)
+    pssm = read_pssm(tmp_path / "q.pssm")
+    pct = pssm.percentages.copy()
+    pct[-1] = 0.0
+    got = profile_from_pssm(dataclasses.replace(pssm, percentages=pct))
+    want = pssm.percentages[:-1] / pssm.percentages[:-1].sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got.freqs[:-1], want)
+    np.testing.assert_allclose(got.freqs[-1], got.probs[-1])
+
+
 def test_hmm_search_ranks_homologs_first():
     from homalign.profile.pyhmmer_adapter import build_hmm, hmm_search
 

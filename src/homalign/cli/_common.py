@@ -20,14 +20,18 @@ STDIN = "-"
 
 
 # --- threads ----------------------------------------------------------------------------------
-def positive_int(text: str) -> int:
+def positive_int(text: str, least: int = 1) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    return positive_int(text, least=0)
 
 
 class _Deprecated(argparse.Action):

@@ -68,7 +68,7 @@ def add_alignment_arguments(p: argparse.ArgumentParser) -> None:
                    help="at most N pairs, evenly spaced over the families")
     _common.add_threads(p, "worker processes, each with one thread (1: in this process)",
                         aliases=("--jobs",))
-    p.add_argument("--shift", type=int, default=0, metavar="K",
+    p.add_argument("--shift", type=_common.non_negative_int, default=0, metavar="K",
                    help="count a predicted pair correct within ±K residues (default 0)")
     p.add_argument("--msa", type=_msa_mode, default=None, metavar="single|iterative:N",
                    help="MSA mode passed to profile methods (msa= option)")

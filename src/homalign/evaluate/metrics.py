@@ -95,6 +95,9 @@ def score_pair(
             or arr[:, 1].min() < 0 or arr[:, 1].max() >= target_length
         ):
             raise ValueError(f"{name} pairs index outside the sequences")
+        if len(arr) > 1 and (np.diff(arr, axis=0) <= 0).any():
+            raise ValueError(f"{name} pairs must be strictly increasing in both sequences (an "
+                             "alignment aligns each residue once, in order)")
     n_correct = count_correct(pred, ref, query_length, shift)
     l_ali, n_ref = len(pred), len(ref)
     s_dev = n_correct / min(query_length, target_length)

@@ -156,7 +156,14 @@ def _name_ok(name: str, what: str) -> str:
 
 
 def format_stockholm(msa: MSA) -> str:
-    """The Stockholm text of one alignment (one block; A3M insertions are not written)."""
+    """The Stockholm text of one alignment (one block; A3M insertions are not written); rows
+    with the same id are refused (every Stockholm reader would join them into one)."""
+    seen: dict[str, int] = {}
+    for row, rid in enumerate(msa.ids, 1):
+        if rid in seen:
+            raise ValueError(f"Stockholm names each row once: {rid!r} is the name of rows "
+                             f"{seen[rid]} and {row} (make the ids unique first)")
+        seen[rid] = row
     ann = msa.annotations
     out = ["# STOCKHOLM 1.0"]
     for tag, text in ann.get("GF", {}).items():

@@ -82,3 +82,23 @@ def numbered_lines(path: PathLike) -> Iterator[tuple[int, str]]:
             if number == 1 and line.startswith("\ufeff"):
                 line = line[1:]
             yield number, line.rstrip("\r\n")
+
+
+def text_lines(path: PathLike) -> list[str]:
+    """The lines of a whole text file read as ASCII (other bytes become U+FFFD), gzip-compressed
+    or not (by its magic bytes, as :func:`numbered_lines`), a byte-order mark dropped: the model
+    and profile readers (``.hmm``, ``.hhm``, PSSM), whose files are ASCII by format."""
+    p = check_readable(path)
+    try:
+        with open(p, "rb") as plain:
+            raw = plain.read()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=p) from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"damaged gzip data: {exc}", path=p) from None
+    if raw[:3] == b"\xef\xbb\xbf":
+        raw = raw[3:]
+    return raw.decode("ascii", errors="replace").splitlines()

@@ -20,7 +20,7 @@ import numpy as np
 
 from homalign.alphabet import AMINO_ACIDS
 from homalign.errors import InputError
-from homalign.io.text import check_readable
+from homalign.io.text import check_readable, text_lines
 from homalign.profile.hmm import ProfileHMM, estimate_transitions
 from homalign.profile.pseudocounts import add_pseudocounts
 from homalign.sequence import Sequence
@@ -61,10 +61,7 @@ def read_hhm(path: str | Path, *, pseudocounts: str = "matrix", admix: str = "hh
     """Parse an ``.hhm`` file into a :class:`ProfileHMM`; malformed or truncated files raise
     :class:`InputError` naming the file and line."""
     path = check_readable(path)
-    try:
-        lines = path.read_text(encoding="ascii", errors="replace").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    lines = text_lines(path)
     name = path.stem
     length = None
     n = 0

@@ -41,13 +41,10 @@ class AsciiPSSM:
 
 def read_pssm(path: str | Path) -> AsciiPSSM:
     """Parse an ASCII PSSM; wrong widths and bad numbers raise InputError naming file and line."""
-    from homalign.io.text import check_readable
+    from homalign.io.text import check_readable, text_lines
 
     path = check_readable(path)
-    try:
-        lines = path.read_text(encoding="ascii", errors="replace").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    lines = text_lines(path)
     order = None
     n = 0
     for n, text in enumerate(lines):
@@ -138,17 +135,19 @@ def write_pssm(path: str | Path, profile: Profile) -> None:
 
 
 def profile_from_pssm(pssm: AsciiPSSM, matrix: str = "BLOSUM62") -> Profile:
-    """A Profile whose emissions reproduce the PSSM's scores (up to their integer rounding)."""
+    """A Profile whose emissions reproduce the PSSM's scores (up to their integer rounding); its
+    observed frequencies are each row's percentages, or its emissions where a row has none."""
     lam = matrix_lambda(matrix)
     logits = lam * pssm.scores.astype(np.float64)
     # shifted by each row's maximum: the same probabilities, and no overflow for large scores
     probs = BACKGROUND * np.exp(logits - logits.max(axis=1, keepdims=True))
     probs /= probs.sum(axis=1, keepdims=True)
     L = len(pssm.query)
-    if pssm.percentages is not None and (pssm.percentages.sum(axis=1) > 0).all():
-        freqs = pssm.percentages / pssm.percentages.sum(axis=1, keepdims=True)
-    else:
-        freqs = probs.copy()
+    freqs = probs.copy()  # a row without observed percentages (psiblast writes all zeros)
+    if pssm.percentages is not None:
+        totals = pssm.percentages.sum(axis=1)
+        seen = totals > 0
+        freqs[seen] = pssm.percentages[seen] / totals[seen, None]
     occ = np.zeros((L, 2))
     occ[:, 0] = 1.0
     trans = np.zeros((L, 7))

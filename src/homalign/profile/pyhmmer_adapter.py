@@ -170,17 +170,20 @@ def alignment_pairs(hmm_row: str, target_row: str, hmm_from: int, target_from: i
     return np.asarray(out, dtype=np.int32).reshape(-1, 2)
 
 
+def _hmm_name(hmm) -> str:  # noqa: ANN001
+    name = hmm.name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def read_hmm(path: str | Path):
-    """Read the first HMM of a HMMER3 ``.hmm`` file; bad or truncated files raise InputError."""
+    """Read the one HMM of a HMMER3 ``.hmm`` file (gzip-compressed or not); bad or truncated
+    files, and files of several models, raise InputError."""
     from pyhmmer import plan7
 
-    from homalign.io.text import check_readable
+    from homalign.io.text import check_readable, text_lines
 
     path = check_readable(path)
-    try:
-        lines = path.read_text(encoding="ascii", errors="replace").splitlines()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    lines = text_lines(path)
     if not lines or not lines[0].startswith("HMMER3"):
         raise InputError("not a HMMER3 .hmm file (first line should start with 'HMMER3')",
                          path=path, line=1)
@@ -190,10 +193,14 @@ def read_hmm(path: str | Path):
     try:
         with plan7.HMMFile(str(path)) as f:
             hmm = f.read()
+            more = f.read() if hmm is not None else None
     except (ValueError, EOFError, OSError) as exc:
         raise InputError(f"not a valid HMMER3 file: {exc}", path=path) from None
     if hmm is None:
         raise InputError("no HMM in file", path=path)
+    if more is not None:
+        raise InputError(f"holds more than one HMM ({_hmm_name(hmm)}, {_hmm_name(more)}, ...): "
+                         "a query needs a file of one model (hmmfetch extracts one)", path=path)
     if not hmm.alphabet.is_amino():
         raise InputError(f"a {hmm.alphabet.type} HMM; homalign aligns proteins (an amino-acid "
                          "model is needed)", path=path)
