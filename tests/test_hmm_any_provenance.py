@@ -126,7 +126,7 @@ def test_a_damaged_or_foreign_model_or_msa_is_an_input_error(tmp_path):
                      for f in ("query.fa", "target.fa"))
     assert homalign.align(query, target, method="hmm",
                           query_hmm=str(examples.path("C2.hmm"))).length > 100
-    # a search with the model: its E-value fit aligns random queries with it (no pairs)
+    # a search with the model (its E-value fit scores random pairs without it)
     db = tmp_path / "db.fa"
     db.write_text(f">{target.id}\n{target.residues}\n>other\nHEAGAWGHEEKLMNPQRST\n")
     hits = homalign.search(query, str(db), method="hmm", query_hmm=str(examples.path("C2.hmm")),

@@ -10,8 +10,9 @@ from typing import Any
 from homalign.cli import _common
 
 FORMATS = ("tab", "json", "pair", "a3m")
-#: PSSM-round options of an iterative search (the method gets them only if it declares them)
-PSSM_ROUND_OPTIONS = ("matrix", "gap_open", "gap_extend")
+#: options of an iterative search's own rounds (its PSSM rounds' scoring, the inclusion
+#: threshold of its MSA rounds); the method's search does not get them
+PSSM_ROUND_OPTIONS = ("matrix", "gap_open", "gap_extend", "inclusion_evalue")
 
 
 def _positive_float(text: str) -> float:
@@ -51,7 +52,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="output file (default stdout; a3m: a directory of <query id>.a3m files "
                         "for several queries, or when OUT is a directory or ends in /)")
     p.add_argument("--exhaustive", action="store_true",
-                   help="skip the k-mer prefilter: full DP against every database sequence")
+                   help="skip the k-mer prefilter: full DP against every database sequence "
+                        "(always so with --query-hmm, --query-hhm or --query-msa, whose model "
+                        "the query sequence's k-mers do not represent, unless --max-seqs asks "
+                        "for the prefilter)")
     p.add_argument("--max-seqs", type=_common.positive_int, default=None,
                    help="k-mer prefilter: keep at most N targets per query (default 1000). "
                         "sw scores every target and learned the database's best 80 by SW "
@@ -97,16 +101,40 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _split_options(args: argparse.Namespace, opts: dict[str, Any]
                    ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(PSSM-round options, the method's own) of an iterative search."""
-    from homalign.methods import get_method
-    from homalign.search.iterative import PSSM_METHODS
-
+    """(the rounds' options, :data:`PSSM_ROUND_OPTIONS`; the method's own, the rest) of an
+    iterative search. With ``pssm`` the method's own are its profile's (pseudocounts, admix,
+    pssm_kind), which :func:`homalign.search.iterative.iterative_search` applies to its PSSM
+    (or refuses: a query MSA); a method that does not declare one is refused by
+    :func:`run`."""
+    del args
     pssm = {k: opts[k] for k in PSSM_ROUND_OPTIONS if k in opts}
-    if args.method in PSSM_METHODS:
-        return pssm, {}
-    names = set(get_method(args.method).option_names or ())
-    own = {k: v for k, v in opts.items() if k not in PSSM_ROUND_OPTIONS or k in names}
-    return pssm, own
+    return pssm, {k: v for k, v in opts.items() if k not in PSSM_ROUND_OPTIONS}
+
+
+def _prefilter(args: argparse.Namespace, opts: dict[str, Any]) -> bool:
+    """Whether the search prefilters: not with ``--exhaustive``, nor by default with a query
+    model or MSA (:func:`homalign.search.entry.default_prefilter`; ``--max-seqs`` asks for
+    it)."""
+    from homalign.search.entry import default_prefilter
+
+    if args.exhaustive:
+        return False
+    return (args.max_seqs is not None or args.iterations > 1 or args.target_msa is not None
+            or default_prefilter(opts))
+
+
+def check_inputs(args: argparse.Namespace, opts: dict[str, Any], n_queries: int) -> None:
+    """ValueError for method options a database search cannot use (see
+    :func:`homalign.search.entry.check_query_inputs`), and for ``--msa iterative:N``, whose
+    database is not an option of search."""
+    from homalign.search.entry import check_query_inputs
+
+    check_query_inputs(opts, n_queries)
+    msa = str(opts.get("msa") or "")
+    if msa == "iterative" or msa.startswith("iterative:"):
+        raise ValueError(f"--msa {msa} builds each protein's MSA by searching a database: in "
+                         "search use --iterations N (the query's MSA from DB, PSI-BLAST "
+                         "style) and --target-msa MSADB (homalign makemsa) for the targets'")
 
 
 def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any],
@@ -123,7 +151,7 @@ def _iterative(queries, db, args: argparse.Namespace, opts: dict[str, Any],
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
     yield from tqdm(iter_search(queries, db, args.method, workers=_common.threads(args),
                                 iterations=args.iterations, evalue=args.evalue,
-                                max_hits=args.max_hits, prefilter=not args.exhaustive,
+                                max_hits=args.max_hits, prefilter=_prefilter(args, opts),
                                 prefilter_options=pf_opts, target_msa=args.target_msa,
                                 neighbour_support=args.neighbour_support,
                                 msa_db=args.msa_db, traceback=traceback, **pssm, **own),
@@ -144,7 +172,7 @@ def _plain(queries, db, args: argparse.Namespace, opts: dict[str, Any],
     pf_opts = {"max_seqs": args.max_seqs} if args.max_seqs is not None else None
     yield from tqdm(iter_search(queries, db, args.method, workers=_common.threads(args),
                                 evalue=args.evalue, max_hits=args.max_hits,
-                                prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                                prefilter=_prefilter(args, opts), prefilter_options=pf_opts,
                                 traceback=traceback, **_round(args), **opts),
                     total=len(queries), desc=f"search {args.method}", unit="query",
                     disable=not _common.progress(args), dynamic_ncols=True)
@@ -163,11 +191,11 @@ def _ray(queries, db, args: argparse.Namespace, opts: dict[str, Any],
                           workers=workers, iterations=args.iterations,
                           target_msa=args.target_msa, iterative_options=it_opts,
                           evalue=args.evalue, max_hits=args.max_hits,
-                          prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                          prefilter=_prefilter(args, opts), prefilter_options=pf_opts,
                           traceback=traceback, **pssm, **own)
     return search_ray(queries, db, args.method, address=args.ray, workers=workers,
                       shard=args.shard or "queries", evalue=args.evalue, max_hits=args.max_hits,
-                      prefilter=not args.exhaustive, prefilter_options=pf_opts,
+                      prefilter=_prefilter(args, opts), prefilter_options=pf_opts,
                       traceback=traceback, **_round(args), **opts)
 
 
@@ -182,6 +210,13 @@ def needs_alignments(fmt: str, columns) -> bool:
     from homalign.io.blast_tab import HIT_FIELDS
 
     return fmt != "tab" or not set(columns) <= HIT_FIELDS
+
+
+def aligned(hits: list) -> list:
+    """The hits that have an alignment of at least one residue pair: a method can score a
+    target and align none of the query's residues with it (a HMMER model's nodes the query
+    does not occupy); BLAST tabular has no line for such a hit, so no format lists it."""
+    return [h for h in hits if h.alignment is None or len(h.alignment.pairs) > 0]
 
 
 def render_hits(hits, fmt: str, columns, query, db) -> str:
@@ -242,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
     queries = _common.read_sequences(args.query)
     if not queries:
         raise ValueError(f"{args.query}: no query sequences")
+    check_inputs(args, opts, len(queries))
     db = open_database(args.db)
     traceback = needs_alignments(fmt, columns)
     if args.ray is not None:
@@ -250,6 +286,8 @@ def run(args: argparse.Namespace) -> int:
         results = _iterative(queries, db, args, opts, traceback)
     else:
         results = _plain(queries, db, args, opts, traceback)
+    if traceback:
+        results = ((q, aligned(hits)) for q, hits in results)
     if fmt == "a3m":
         return _write_a3m(list(results), args.out)
     with _common.output_stream(args.out) as out:

@@ -47,6 +47,7 @@ from homalign.methods import register
 from homalign.methods.base import Method, Option, PairScores
 from homalign.profile.hmm import ProfileHMM, pair_gap_costs
 from homalign.profile.profile import Profile
+from homalign.profile.pseudocounts import PSEUDOCOUNT_METHODS
 from homalign.profile.sources import get_profile, read_msa_file, resolve_source
 from homalign.score.pair_scores import score_values
 from homalign.score.profile_scores import (
@@ -64,8 +65,8 @@ _SOURCE_OPTIONS = (
            "directory of <id>.a3m/.sto/.hhm files"),
     Option("db", str, None, "sequence database (FASTA or makedb directory) for msa=iterative:N",
            api_types=None),
-    Option("inclusion_evalue", float, None, "msa=iterative:N: E-value to include a hit in the "
-           "next round's profile (default 1e-3)"),
+    Option("inclusion_evalue", float, None, "msa=iterative:N (search: --iterations N): E-value "
+           "to include a hit in the next round's profile (default 1e-3)", low=0.0, open="low"),
     Option("query_msa", str, None, "the query's MSA file (A3M, aligned FASTA, Stockholm) or "
            "directory; overrides msa", api_types=None),
     Option("target_msa", str, None, "the target's MSA file or directory; overrides msa",
@@ -87,7 +88,9 @@ _GAPS = (
 
 def _counts(pseudocounts: str, admix: str) -> tuple[Option, ...]:
     return (
-        Option("pseudocounts", str, pseudocounts, "pseudocount source: matrix | dirichlet"),
+        Option("pseudocounts", str, pseudocounts,
+               f"pseudocount source: {' | '.join(PSEUDOCOUNT_METHODS)}",
+               choices=PSEUDOCOUNT_METHODS),
         Option("admix", str, admix, "pseudocount admixture: psiblast | hhsuite",
                choices=("psiblast", "hhsuite")),
     )
@@ -114,7 +117,9 @@ def _float_or_auto(text: str) -> float | str:
 _QUERY_SIDE = ("target_msa", "target_hhm")  # a PSSM scores the target's sequence itself
 PSSM_OPTIONS = (*(o for o in (*_SOURCE_OPTIONS, *_HHM_FILES) if o.name not in _QUERY_SIDE),
                 _MATRIX, *_counts("matrix", "psiblast"), *_GAPS,
-                Option("pssm_kind", str, "logodds", "PSSM scores: logodds (matrix units)"))
+                Option("pssm_kind", str, "logodds", "PSSM scores: logodds (matrix units) | "
+                       "average (Gribskov: observed frequencies times the matrix)",
+                       choices=("logodds", "average")))
 COMPASS_OPTIONS = (*_SOURCE_OPTIONS, *_HHM_FILES, _MATRIX, *_counts("matrix", "psiblast"),
                    *_GAPS, Option("score", str, "compass", "column score",
                                   choices=("compass", "prof_sim", "prof-sim")),
@@ -134,7 +139,8 @@ HHM_MAC_OPTIONS = (*HHM_OPTIONS,
                           high=1.0, open="high"),
                    Option("mac_temperature", float, 1.0, "posterior temperature of the MAC step",
                           low=0.0, open="low"))
-HMMER_OPTIONS = (*(o for o in _SOURCE_OPTIONS if o.name != "target_msa"), _MATRIX,
+# HMMER builds its models with its own BLOSUM62 mixture: no matrix option
+HMMER_OPTIONS = (*(o for o in _SOURCE_OPTIONS if o.name != "target_msa"),
                  Option("query_hmm", str, None, "the query's HMMER3 .hmm file", api_types=None))
 
 
@@ -142,7 +148,7 @@ def _defaults(options: tuple[Option, ...]) -> dict[str, Any]:
     return {o.name: o.default for o in options if o.default is not None}
 
 
-BASE_DEFAULTS: dict[str, Any] = {"msa": "single", "matrix": "BLOSUM62"}
+BASE_DEFAULTS: dict[str, Any] = {"msa": "single"}
 PSSM_DEFAULTS = _defaults(PSSM_OPTIONS)
 COMPASS_DEFAULTS = _defaults(COMPASS_OPTIONS)
 PROF_SIM_DEFAULTS = _defaults(PROF_SIM_OPTIONS)
@@ -341,11 +347,19 @@ def _dp_align(name: str, scorer, defaults: dict[str, Any]):
 
 def align_hhm_mac(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     """HMM–HMM maximum-accuracy alignment from forward–backward posteriors (HHsearch's MAC)."""
+    opts = {**HHM_MAC_DEFAULTS, **options}
+    return align_prepared_hhm_mac(query, target, prepare(query, "query", **opts),
+                                  prepare(target, "target", **opts), **opts)
+
+
+def align_prepared_hhm_mac(query: Sequence, target: Sequence, q: Any, t: Any,
+                           **options: Any) -> Alignment:
+    """:func:`align_hhm_mac` of two prepared representations (how ``search`` traces its hits
+    back: the MAC alignment, not the Viterbi path that ranks them)."""
     from homalign.dp import align_score
     from homalign.dp.posterior import mac_align, posterior_matrix
 
     opts = {**HHM_MAC_DEFAULTS, **options}
-    q, t = prepare(query, "query", **opts), prepare(target, "target", **opts)
     ps_nats = score_hhm(q, t, **_score_options(score_hhm, opts), units=math.log(2.0))
     P = posterior_matrix(ps_nats.S, ps_nats.gaps, mode="local",
                          temperature=float(opts["mac_temperature"]))
@@ -380,6 +394,14 @@ def _hmmer_model(seq: Sequence, kind: str, arg: str):
     return build_hmm(seq, msa)
 
 
+@lru_cache(maxsize=512)
+def _query_on_model(seq: Sequence, path: str) -> bool:
+    """Whether HMMER places any residue of ``seq`` on the model in ``path``."""
+    from homalign.profile.pyhmmer_adapter import node_map
+
+    return bool((node_map(_hmmer_model(seq, "hmmfile", path), seq) >= 0).any())
+
+
 def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     """HMMER3 (pyhmmer): the query's profile HMM aligns the target (``query_hmm=`` a .hmm file)."""
     from homalign.profile.pyhmmer_adapter import hmm_align
@@ -393,7 +415,10 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
         kind, arg = resolve_source(query, "query", opts)
     model = _hmmer_model(query, kind, arg)
     # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the query
-    # (a query outside the model's family maps none: the model's score, no pairs)
+    if kind == "hmmfile" and not _query_on_model(query, arg):
+        raise InputError(f"HMMER places none of the query {query.id!r} on this model: a "
+                         "query model aligns targets to its own query, a member of its family; "
+                         "give that query (or the query's own model)", path=arg)
     return hmm_align(model, query, target, method="hmm", nodes_are_query=kind != "hmmfile")
 
 
@@ -414,7 +439,7 @@ def _mac_available() -> str | None:
 
 
 def _entry(name: str, kind: str, description: str, scorer, options: tuple[Option, ...],
-           align=None, available=None, many=None) -> Method:
+           align=None, available=None, many=None, align_prepared=None) -> Method:
     """A registry entry of ``scorer``; ``many`` (optional): its one-query-many-targets form
     (``Method.score_many``), taking the same keyword options as ``scorer``."""
     defaults = _defaults(options)
@@ -429,7 +454,7 @@ def _entry(name: str, kind: str, description: str, scorer, options: tuple[Option
 
     return Method(name, kind, description, align or _dp_align(name, scorer, defaults),
                   prepare, score, available or (lambda: None), defaults=defaults,
-                  options=options, score_many=score_many)
+                  options=options, score_many=score_many, align_prepared=align_prepared)
 
 
 register(_entry("pssm", "profile",
@@ -449,6 +474,7 @@ register(_entry("hhm", "hmm",
                 score_hhm, HHM_OPTIONS))
 register(_entry("hhm-mac", "hmm",
                 "HHsearch class with maximum-accuracy (MAC) realignment from posteriors",
-                score_hhm, HHM_MAC_OPTIONS, align=align_hhm_mac, available=_mac_available))
+                score_hhm, HHM_MAC_OPTIONS, align=align_hhm_mac, available=_mac_available,
+                align_prepared=align_prepared_hhm_mac))
 register(Method("hmm", "hmm", "HMMER3 via pyhmmer: query profile HMM aligns the target",
                 align_hmmer, available=_pyhmmer_available, options=HMMER_OPTIONS))

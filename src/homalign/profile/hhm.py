@@ -62,6 +62,9 @@ def read_hhm(path: str | Path, *, pseudocounts: str = "matrix", admix: str = "hh
     :class:`InputError` naming the file and line."""
     path = check_readable(path)
     lines = text_lines(path)
+    if lines and lines[0].startswith("HMMER"):
+        raise InputError("a HMMER model (.hmm), not an HH-suite .hhm file: give it to "
+                         "--method hmm as --query-hmm (query_hmm=)", path=path, line=1)
     name = path.stem
     length = None
     n = 0

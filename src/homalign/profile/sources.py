@@ -37,12 +37,29 @@ def read_msa_file(path: str | Path):
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such MSA file")
+    _not_a_model(p)
     suffix = p.suffix.lower()
     if suffix == ".a3m":
         return read_a3m(p)
     if suffix in (".sto", ".stk", ".stockholm"):
         return read_stockholm(p)
     return read_aligned_fasta(p, unique=False)
+
+
+def _not_a_model(path: Path) -> None:
+    """InputError when the file at ``path`` is a profile HMM (HH-suite or HMMER), not an MSA,
+    naming the option that reads it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return  # the MSA reader reports it
+    if head.startswith(b"HHsearch") or path.suffix.lower() == ".hhm":
+        raise InputError("an HH-suite HMM (.hhm), not an MSA: give it as --query-hhm / "
+                         "--target-hhm (query_hhm= / target_hhm=)", path=str(path), line=1)
+    if head.startswith(b"HMMER"):
+        raise InputError("a HMMER model (.hmm), not an MSA: give it to --method hmm as "
+                         "--query-hmm (query_hmm=)", path=str(path), line=1)
 
 
 def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> tuple[str, str]:

@@ -5,6 +5,15 @@ fits the null law on scores of unrelated pairs (:func:`homalign.stats.unrelated_
 the fit as JSON under ``$HOMALIGN_CACHE/evd/`` (default ``~/.cache/homalign/evd/``). The statistics
 themselves (Gumbel fits, E-values, bit scores) are :mod:`homalign.stats`; this module is the part
 that runs methods, so it sits above :mod:`homalign.methods`.
+
+The fit scores random unrelated pairs, which have no MSA, HMM or HHM of their own: the options
+that name one protein's inputs (:data:`PER_PROTEIN_OPTIONS`: a query's or target's MSA, HMM or
+HHM file, a directory of per-sequence MSAs, an iterative MSA's database) are left out of it
+(:func:`null_options`), so the law is the method's on single-sequence profiles with the same
+scoring options (matrix, pseudocounts, gaps, shifts). For ``pssm`` that is PSI-BLAST's own
+practice (a PSSM in the matrix's units takes the matrix's statistics); for the HMM-HMM and
+profile-profile scores it is the single-sequence null, which a query MSA's profile makes no
+more generous (its shift, ``hh_shift="auto"``, only shrinks with the MSA's diversity).
 """
 
 from __future__ import annotations
@@ -30,6 +39,14 @@ from homalign.stats import (
 )
 
 EVD_CACHE_VERSION = 4
+#: options naming one protein's own inputs, which random calibration pairs do not have
+PER_PROTEIN_OPTIONS = ("msa", "db", "inclusion_evalue", "query_msa", "target_msa",
+                       "query_hhm", "target_hhm", "query_hmm", "query_a3m", "target_a3m")
+
+
+def null_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without :data:`PER_PROTEIN_OPTIONS`: what the null-law fit scores with."""
+    return {k: v for k, v in options.items() if k not in PER_PROTEIN_OPTIONS}
 
 
 def cache_dir() -> Path:
@@ -77,14 +94,15 @@ def calibrate(
     use_cache: bool = True,
     refit: bool = False,
 ) -> EVDParams:
-    """Fit (λ, K) for ``method`` on scores of ``n_pairs`` unrelated pairs, cached on disk.
+    """Fit (λ, K) for ``method`` on scores of ``n_pairs`` unrelated pairs, cached on disk;
+    the options that name one protein's own inputs are left out (:func:`null_options`).
 
     The pairs come from :func:`homalign.stats.unrelated_pairs` (cross-fold when ``labels`` are
     given, shuffled
     ``sequences``, else i.i.d. background sequences). The cache key covers the method name, its
     options, the pair source, ``n_pairs`` and ``seed``; ``refit=True`` ignores a cached fit.
     """
-    options = {**get_method(method).defaults, **(options or {})}
+    options = {**get_method(method).defaults, **null_options(options or {})}
     source = ("cross-fold" if labels is not None else "shuffled") if sequences is not None \
         else "iid-background"
     if sequences is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+from pathlib import Path
 from typing import Any
 
 from homalign.methods import OptionError, get_method
@@ -50,6 +51,38 @@ def check_search_options(method: str, options: dict[str, Any], iterative: bool =
                           f"{', '.join(search_kw)}; method {method!r}'s options: "
                           f"{describe_options(m.options) or 'none'}")
     m.check_options({k: v for k, v in options.items() if k not in search_kw})
+
+
+#: options that give the query's own model or MSA
+QUERY_MODEL_OPTIONS = ("query_hmm", "query_hhm", "query_msa")
+
+
+def query_models(options: dict[str, Any]) -> list[str]:
+    """The options of ``options`` that give the query's model or MSA (a file, or for
+    ``query_msa`` a directory of per-sequence MSAs)."""
+    return [k for k in QUERY_MODEL_OPTIONS if options.get(k) is not None]
+
+
+def default_prefilter(options: dict[str, Any]) -> bool:
+    """Whether a search with ``options`` prefilters when the caller did not say: not with a
+    query model or MSA (:func:`query_models`), which the query sequence's k-mers do not
+    represent (a family's HMM finds members that share none of them): every target is scored,
+    as hmmsearch scores them."""
+    return not query_models(options)
+
+
+def check_query_inputs(options: dict[str, Any], n_queries: int = 1) -> None:
+    """ValueError for per-protein inputs a database search cannot use: one target's HHM
+    (``target_hhm``), or one query's model or MSA file given for several queries."""
+    if options.get("target_hhm") is not None:
+        raise ValueError("target_hhm (--target-hhm) is one target's HH-suite HMM; a database "
+                         "search needs every target's: msa=DIRECTORY (--msa) of <id>.hhm or "
+                         "<id>.a3m files, or an MSA database (--target-msa, homalign makemsa)")
+    files = [k for k in query_models(options) if not Path(str(options[k])).is_dir()]
+    if files and n_queries > 1:
+        raise ValueError(f"{files[0]} (--{files[0].replace('_', '-')}) is one query's model, "
+                         f"but there are {n_queries} queries: search each query with its own "
+                         "model, or give query_msa a directory of <query id>.a3m files")
 
 
 def _check_limits(iterations: Any, options: dict[str, Any]) -> None:
@@ -92,6 +125,10 @@ def run_search(
         raise ValueError("profile_round is True, False or None, and not for an iterative search "
                          "(its PSSM rounds are its own)")
     check_search_options(method, options, iterative)
+    check_query_inputs(options)
+    if (not iterative and "prefilter" not in options
+            and options.get("prefilter_options") is None and not default_prefilter(options)):
+        options["prefilter"] = False  # a query model: every target scored (unless asked)
     q = as_sequence(query, "query")
     no_huge_pages()
     if iterative:
@@ -103,4 +140,5 @@ def run_search(
     return search_one(q, db, method, profile_round=profile_round, **options)
 
 
-__all__ = ["check_search_options", "run_search"]
+__all__ = ["check_query_inputs", "check_search_options", "default_prefilter", "query_models",
+           "run_search"]

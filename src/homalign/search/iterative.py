@@ -52,6 +52,24 @@ PROFILE_SEEDS = True
 #: both. Not with ``target_msa`` or ``msa_db`` (unmeasured).
 SW_CANDIDATES = True
 PSSM_METHODS = ("pssm", "sw")  # --iterations with these is plain PSI-BLAST (no fusion)
+#: the ``pssm`` options a PSI-BLAST-class search applies: ``pseudocounts`` to every round's
+#: profile, ``admix`` and ``pssm_kind`` to the last one's (what ranks the reported hits)
+PSIBLAST_PROFILE_OPTIONS = ("pseudocounts", "admix", "pssm_kind")
+#: the ``pssm`` options that name the query's MSA, which an iterative search builds itself
+QUERY_SOURCE_OPTIONS = ("query_msa", "query_hhm", "msa", "db")
+
+
+def psiblast_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The profile options (:data:`PSIBLAST_PROFILE_OPTIONS`) of a PSI-BLAST-class search's
+    ``options``; ValueError for one that names the query's MSA (:data:`QUERY_SOURCE_OPTIONS`):
+    the search's rounds build that MSA from the database."""
+    given = [k for k in QUERY_SOURCE_OPTIONS
+             if options.get(k) is not None and not (k == "msa" and options[k] == "single")]
+    if given:
+        raise ValueError(f"{', '.join(given)}: an iterative search (iterations > 1 or "
+                         "target_msa) builds the query's MSA itself by searching the database; "
+                         "to search with a given MSA, leave out iterations and target_msa")
+    return {k: options[k] for k in PSIBLAST_PROFILE_OPTIONS if options.get(k) is not None}
 
 
 def iterative_search(
@@ -83,7 +101,9 @@ def iterative_search(
     ``method`` ``pssm`` (or ``sw``): PSI-BLAST class, the last round's hits. Any other registered
     method: its ranking fused with the last PSSM round's over the same prefilter candidates
     (``fusion_weight`` on the method's ln E); ``method_options`` and ``target_reps`` go to that
-    method's search. ``matrix`` and the gap costs are the PSSM rounds'; ``inclusion_evalue`` and
+    method's search. With ``pssm``, ``method_options`` may hold the profile's ``pseudocounts``
+    (every round), ``admix`` and ``pssm_kind`` (the last round's profile,
+    :func:`psiblast_options`); options naming the query's MSA are refused. ``matrix`` and the gap costs are the PSSM rounds'; ``inclusion_evalue`` and
     ``max_candidates`` (prefilter targets per inclusion round) are :func:`build_msa`'s.
     ``msa_db``: the sequences the query's MSA is built from (a ``SequenceDB`` or a FASTA/makedb
     path; default ``db``), as HHblits builds it from UniRef and then searches PDB70; typically
@@ -117,6 +137,12 @@ def iterative_search(
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")
+    own_profile = psiblast_options(method_options) if method in PSSM_METHODS else {}
+    pseudocounts = own_profile.get("pseudocounts", "matrix")
+    if own_profile and target_msa is not None:
+        raise ValueError(f"{', '.join(own_profile)}: with target_msa a {method} search ranks by "
+                         f"the MSA database's {PROFILE_DB_METHOD} round, which reads no PSSM "
+                         "options")
     if fusion_weight is None:
         fusion_weight = DEFAULT_FUSION_WEIGHT if target_msa is None else MSADB_FUSION_WEIGHTS[0]
     if not 0.0 <= fusion_weight <= 1.0:
@@ -139,10 +165,13 @@ def iterative_search(
                                   max_candidates)
         msa = build_msa(query, msa_db, iterations - 1, inclusion_evalue=inclusion_evalue,
                         prefilter=prefilter, max_candidates=max_candidates, matrix=matrix,
-                        gap_open=gap_open, gap_extend=gap_extend, candidates=msa_cand)
-        profile = Profile.from_msa(msa, pseudocounts="matrix", matrix=matrix)
+                        gap_open=gap_open, gap_extend=gap_extend, candidates=msa_cand,
+                        pseudocounts=pseudocounts)
+        profile = Profile.from_msa(msa, pseudocounts=pseudocounts, matrix=matrix,
+                                   admix=own_profile.get("admix", "psiblast"))
     else:
-        profile = Profile.from_sequence(query, pseudocounts="matrix", matrix=matrix)
+        profile = Profile.from_sequence(query, pseudocounts=pseudocounts, matrix=matrix,
+                                        admix=own_profile.get("admix", "psiblast"))
     rep = ProteinRep(query, source=profile)
     if iterations > 1 and PROFILE_SEEDS and target_msa is None:
         prefilter_options = {**(prefilter_options or {}), "profile": rep.pssm()}
@@ -150,9 +179,10 @@ def iterative_search(
     pssm_opts = {"query_rep": rep, "params": params, "matrix": matrix, "gap_open": gap_open,
                  "gap_extend": gap_extend}
     if method in PSSM_METHODS and target_msa is None:
+        kind = {"pssm_kind": own_profile["pssm_kind"]} if "pssm_kind" in own_profile else {}
         return search(query, db, method="pssm", evalue=evalue, max_hits=max_hits,
                       prefilter=prefilter, prefilter_options=prefilter_options,
-                      traceback=traceback, **pssm_opts)
+                      traceback=traceback, **pssm_opts, **kind)
     if prefilter:
         cand = run_prefilter(query.codes, db, **(prefilter_options or {}))
     else:
