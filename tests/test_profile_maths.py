@@ -139,3 +139,44 @@ def test_bad_msa_input():
         Profile.from_rows(["AC1"])
     with pytest.raises(InputError, match="no residue"):
         Profile.from_rows(["---", "ACD"])
+
+
+@pytest.mark.parametrize("kind", ["logodds", "average"])
+def test_a_query_x_scores_as_the_matrix_x_row(kind):
+    """An X of the query is an unknown residue: its PSSM row is the matrix's X row (as BLAST
+    scores it), whatever the MSA aligns there, so local alignments do not run through runs of
+    X at no cost; other columns keep their scores."""
+    rows = ["MKXXLAW", "MKVILAW", "MRVLLSW"]
+    prof = Profile.from_rows(rows)
+    got = prof.pssm(kind)
+    x_row = substitution_matrix("BLOSUM62")[ALPHABET.index("X")]
+    for col in (2, 3):
+        np.testing.assert_array_equal(got[col], x_row.astype(np.float32))
+    plain = Profile.from_rows(["MKVILAW", "MKVILAW", "MRVLLSW"]).pssm(kind)
+    assert got[0, ALPHABET.index("M")] > 0 and got[6, ALPHABET.index("W")] > 0
+    assert plain[2].max() > x_row.max()
+
+
+def test_an_x_flanked_query_aligns_its_real_residues_only():
+    """A query of 40 real residues between runs of X: the PSSM search's hits stay inside the
+    40 (PSI-BLAST's behaviour), the identical target first, also after three rounds."""
+    from proteins import mutate, random_protein
+
+    import homalign
+    from homalign.search import SequenceDB
+    from homalign.sequence import Sequence
+
+    rng = np.random.default_rng(4)
+    core = random_protein(rng, 40)
+    db = SequenceDB.from_sequences(
+        [Sequence("same", core)]
+        + [Sequence(f"homolog{k}", random_protein(rng, 30) + mutate(rng, core, 0.3)
+                    + random_protein(rng, 40)) for k in range(4)]
+        + [Sequence(f"r{k}", random_protein(rng, 120)) for k in range(20)])
+    query = Sequence("xrich", "X" * 60 + core + "X" * 30)
+    for rounds in (1, 3):
+        hits = homalign.search(query, db, "pssm", iterations=rounds, evalue=1.0)
+        assert hits[0].target_id == "same"
+        for h in hits:
+            start, end = h.alignment.query_span
+            assert 60 <= start and end <= 100, (rounds, h.target_id, start, end)

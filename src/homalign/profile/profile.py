@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from homalign.alphabet import ALPHABET, BACKGROUND, N_AA, N_CODES
+from homalign.alphabet import ALPHABET, BACKGROUND, N_AA, N_CODES, X_CODE
 from homalign.errors import InputError
 from homalign.matrices import substitution_matrix
 from homalign.profile.pseudocounts import add_pseudocounts, matrix_lambda
@@ -220,20 +220,28 @@ class Profile:
         pair's mixture and X the expected score under the background.
         ``kind="average"``: Gribskov's average score ``sum_b f(b) S(b, c)`` from the observed
         frequencies; a one-sequence profile gives exactly the substitution matrix rows.
+
+        A column whose query residue is X scores as the matrix's X row (BLOSUM62: -1 against
+        most residues), as BLAST scores an X of the query: an unknown residue carries no
+        information, and a column of expected score 0 would let local alignments run through
+        runs of X at no cost.
         """
+        S = substitution_matrix(self.matrix).astype(np.float64)
         if kind == "average":
-            S = substitution_matrix(self.matrix).astype(np.float64)
             out = self.freqs @ S[:N_AA]
-            return np.ascontiguousarray(out, dtype=np.float32)
-        if kind != "logodds":
+        elif kind == "logodds":
+            p = np.maximum(self.probs, 1e-12)
+            bg = self.background
+            out = np.empty((len(self), N_CODES), dtype=np.float64)
+            out[:, :N_AA] = np.log(p / bg) / self.lam
+            for code, pair in ((20, (2, 3)), (21, (5, 6))):  # B = N/D, Z = Q/E
+                out[:, code] = np.log(p[:, pair].sum(1) / bg[list(pair)].sum()) / self.lam
+            out[:, 22] = out[:, :N_AA] @ bg
+        else:
             raise ValueError(f"unknown PSSM kind {kind!r}; choose 'logodds' or 'average'")
-        p = np.maximum(self.probs, 1e-12)
-        bg = self.background
-        out = np.empty((len(self), N_CODES), dtype=np.float64)
-        out[:, :N_AA] = np.log(p / bg) / self.lam
-        for code, pair in ((20, (2, 3)), (21, (5, 6))):  # B = N/D, Z = Q/E
-            out[:, code] = np.log(p[:, pair].sum(1) / bg[list(pair)].sum()) / self.lam
-        out[:, 22] = out[:, :N_AA] @ bg
+        unknown = self.query.codes == X_CODE
+        if unknown.any():
+            out[unknown] = S[X_CODE]
         return np.ascontiguousarray(out, dtype=np.float32)
 
     @cached_property
