@@ -160,11 +160,10 @@ def test_a_query_x_scores_as_the_matrix_x_row(kind):
 def test_an_x_flanked_query_aligns_its_real_residues_only():
     """A query of 40 real residues between runs of X: the PSSM search's hits stay inside the
     40 (PSI-BLAST's behaviour), the identical target first, also after three rounds."""
-    from proteins import mutate, random_protein
-
     import homalign
     from homalign.search import SequenceDB
     from homalign.sequence import Sequence
+    from proteins import mutate, random_protein
 
     rng = np.random.default_rng(4)
     core = random_protein(rng, 40)
