@@ -7,13 +7,16 @@ With ``--nproc 1`` (default) training runs in this process; with ``N > 1`` it la
 ``python -m torch.distributed.run --standalone --nproc-per-node N -m homalign.train.launch``
 (DistributedDataParallel, gloo on CPU / nccl on GPU), with torchrun's per-worker log directories
 in a temporary directory removed when it ends. Rerunning the same command resumes from the
-newest checkpoint in ``DIR``.
+newest checkpoint in ``DIR``. SIGTERM or Ctrl-C stops every worker after its current step (final
+checkpoint written); the exit status is then 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -82,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
         # stopped early by a signal (its final checkpoint written): say so to the caller, as
         # a shell does for a command a signal ended
         return 0 if report.stopped_by_signal is None else 128 + report.stopped_by_signal
+    from homalign.train.launch import check_resume_world_size
+
+    check_resume_world_size(args.logdir, args.nproc)  # one line, not every worker's traceback
     # torchrun shares its rendezvous TCP store with the workers by default; after a restart a
     # worker can then read a dead peer's address (pytorch/pytorch#135712). Give each its own.
     env = dict(os.environ)
@@ -90,4 +96,31 @@ def run(args: argparse.Namespace) -> int:
     env["HOMALIGN_TORCH_THREADS"] = per_rank  # read by homalign.train.launch
     env["OMP_NUM_THREADS"] = per_rank
     with tempfile.TemporaryDirectory(prefix="homalign-torchrun-") as log_dir:
-        return subprocess.run(torchrun_command(args, log_dir), check=False, env=env).returncode
+        # its own session: a Ctrl-C at the terminal reaches torchrun once, from us, not twice
+        proc = subprocess.Popen(torchrun_command(args, log_dir), env=env, start_new_session=True)
+        try:
+            return proc.wait()
+        except BaseException as stop:  # Terminated (SIGTERM/SIGHUP), KeyboardInterrupt (SIGINT)
+            stop_torchrun(proc, signal.SIGINT if isinstance(stop, KeyboardInterrupt)
+                          else signal.SIGTERM)
+            raise  # homalign's main turns it into 128 + the signal's number
+
+
+STOP_GRACE_SECS = 90.0
+"""How long a stopped torchrun may take: it forwards the signal to its workers (each ends
+after its current step and writes its final checkpoint) and kills those left after 30 s."""
+
+
+def stop_torchrun(proc: subprocess.Popen[bytes], signum: int, grace_secs: float = STOP_GRACE_SECS
+                  ) -> None:
+    """Stop a torchrun and its workers gracefully: send it ``signum`` (it forwards the signal
+    to the workers, which are in sessions of their own and get nothing from the terminal or a
+    kill of ours) and wait; after ``grace_secs``, or on a second signal, kill its process group."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signum)
+    try:
+        proc.wait(timeout=grace_secs)
+    except BaseException:  # the grace ran out, or another signal: stop waiting
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

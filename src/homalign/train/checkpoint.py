@@ -43,6 +43,7 @@ import torch
 from homalign.errors import HomalignError
 from homalign.io.atomic import atomic_write_bytes, fsync_directory
 from homalign.io.digest import sha256_bytes
+from homalign.train import codec
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +298,7 @@ class CheckpointStore:
         try:
             tensors = safetensors.torch.load(blobs[tensors_path.name])
             state = json.loads(blobs[state_path.name])
+            codec.decode(state, tensors)  # a foreign payload, e.g. an array of another size
         except Exception as exc:  # noqa: BLE001 - any parse failure means corrupt
             raise CorruptCheckpointError(f"{info.prefix}: unreadable payload: {exc}") from exc
         return LoadedCheckpoint(CheckpointInfo(info.prefix, step), tensors, state, chash)
@@ -309,11 +311,10 @@ class CheckpointStore:
             selected = self._resolve(meta.model_checkpoint_path)
             order.append(selected)
             listed = [self._resolve(p) for p in meta.all_model_checkpoint_paths]
-            idx = next((i for i, c in enumerate(listed) if c.prefix == selected.prefix), None)
-            if idx is None:  # selected by hand outside the list: only older listed ones
-                order += [c for c in reversed(listed) if c.step < selected.step]
-            else:
-                order += list(reversed(listed[:idx]))
+            # only older ones, newest first: after a run went on from a checkpoint selected by
+            # hand, the list still holds the newer ones of the branch it abandoned
+            order += sorted((c for c in reversed(listed) if c.step < selected.step),
+                            key=lambda c: c.step, reverse=True)
             limit = selected.step
         else:
             limit = None

@@ -330,11 +330,15 @@ def parse_config(data: Mapping[str, Any], path: str | None = None,
                 where, "the top level")
     if not isinstance(data.get("model"), str):
         raise InputError("'model' must name a registered model", path=where)
+    for table in ("train", "model_args"):
+        if not isinstance(data.get(table, {}), Mapping):
+            raise InputError(f"[{table}] must be a table, not {data[table]!r}", path=where)
     settings = TrainSettings(**_typed_table(data.get("train", {}), TrainSettings, where, "[train]"))
     _check_settings(settings, where)
     seed = data.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise InputError(f"seed = {seed!r} must be a non-negative integer", path=where)
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+        raise InputError(f"seed = {seed!r} must be a non-negative integer below 2**32",
+                         path=where)
     if settings.optimizer not in ("adam", "adamw", "sgd"):
         raise InputError(f"[train] optimizer {settings.optimizer!r}: use adam, adamw or sgd",
                          path=where)

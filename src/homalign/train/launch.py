@@ -26,6 +26,7 @@ import gc
 import hashlib
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -40,6 +41,7 @@ import torch
 from homalign.errors import InputError
 from homalign.io.atomic import atomic_write_bytes
 from homalign.train import distributed
+from homalign.train.checkpoint import CheckpointStore
 from homalign.train.config import (
     TrainConfig,
     WarmStartSettings,
@@ -52,7 +54,7 @@ from homalign.train.config import (
 from homalign.train.data import ResumableLoader
 from homalign.train.evaluation import EXPORT_DIR, ContinuousEvaluator, default_export
 from homalign.train.services import LoopingService
-from homalign.train.session_manager import seed_everything
+from homalign.train.session_manager import seed_everything, unreadable_checkpoints
 from homalign.train.state import unwrap
 from homalign.train.summary import to_float
 from homalign.train.supervisor import Supervisor
@@ -124,17 +126,100 @@ def warm_start_init(settings: WarmStartSettings) -> Callable[[Any], WarmStartRep
 
 def config_changes(source: str, task_config: Mapping[str, Any]) -> list[str]:
     """How the task's model config differs from the one recorded beside a warm-start export
-    (``<stem>.json``'s ``config``; empty when either is absent): ``"key: old -> new"`` lines."""
+    (``<stem>.json``: the task's config entries, at its top level as :func:`default_export`
+    writes them or as a task's own export does; empty when it is absent): ``"key: old -> new"``
+    lines, nested keys dotted (``model_args.hidden``)."""
     meta_path = Path(source).with_suffix(".json")
     try:
-        old = json.loads(meta_path.read_text()).get("config")
-    except (OSError, ValueError, AttributeError):
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
         return []
-    new = task_config.get("config")
-    if not isinstance(old, dict) or not isinstance(new, Mapping):
+    if not isinstance(meta, dict):
         return []
+    old = _flatten({k: meta.get(k) for k in task_config})
+    new = _flatten(json.loads(json.dumps(task_config, default=str)))  # as JSON keeps it
     return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in sorted(set(old) | set(new))
             if old.get(k) != new.get(k)]
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as one level, with dotted keys."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def follow_cosine(scheduler: Any, optimizer: torch.optim.Optimizer, steps: int) -> None:
+    """After a restore, make a ``cosine`` schedule (``CosineAnnealingLR``) the curve of this
+    run's ``steps``: the checkpoint holds the ``T_max`` of the run that wrote it, which a run
+    resumed with more steps would follow past its end (the rate climbing back to its peak). The
+    rate is set on the new curve at the current step; the schedule goes on from there."""
+    if not isinstance(scheduler, torch.optim.lr_scheduler.CosineAnnealingLR):
+        return
+    t_max = max(1, steps)
+    if scheduler.T_max == t_max:
+        return
+    scheduler.T_max = t_max
+    k, low = scheduler.last_epoch, scheduler.eta_min
+    for group, base in zip(optimizer.param_groups, scheduler.base_lrs, strict=True):
+        group["lr"] = low + (base - low) * 0.5 * (1 + math.cos(math.pi * k / t_max))
+    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+
+
+_SETTING_NAMES = {"initial_lr": "lr", "step_size": "scheduler_step_size",
+                  "gamma": "scheduler_gamma"}
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except (RuntimeError, TypeError, ValueError):  # tensors of several values
+        return repr(a) == repr(b)
+
+
+def settings_kept(optimizer: torch.optim.Optimizer, scheduler: Any) -> Callable[[Any], list[str]]:
+    """A ``ready_fn`` that refuses to resume a checkpoint trained with other optimizer or
+    schedule settings (``lr``, ``weight_decay``, ``momentum``, ...): a restore replaces them
+    with the checkpoint's, which would silently ignore the config's. Call it before the
+    restore: it remembers this run's values."""
+    groups = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+    sched = {k: v for k, v in (scheduler.state_dict().items() if scheduler is not None else ())
+             if k in ("step_size", "gamma")}
+
+    def ready_fn(session: Any) -> list[str]:
+        pairs = [(k, v, group.get(k))
+                 for want, group in zip(groups, optimizer.param_groups, strict=False)
+                 for k, v in want.items() if not (k == "lr" and scheduler is not None)]
+        if scheduler is not None:
+            now = scheduler.state_dict()
+            pairs += [(k, v, now.get(k)) for k, v in sched.items()]
+        return sorted({f"[train] {_SETTING_NAMES.get(k, k)} = {mine!r}, but the checkpoint was "
+                       f"trained with {saved!r} (a resumed run keeps its settings: use the "
+                       "checkpoint's, or warm-start a new logdir from it)"
+                       for k, mine, saved in pairs if not _same(mine, saved)})
+
+    return ready_fn
+
+
+def check_resume_world_size(logdir: str | os.PathLike[str], world_size: int) -> None:
+    """Before workers are launched: an InputError when ``logdir``'s checkpoint was written by
+    another number of processes (the data position is per process), or none can be read."""
+    store = CheckpointStore(logdir)
+    if not Path(logdir).is_dir() or not store.restore_order():
+        return
+    ckpt = store.load_latest()
+    if ckpt is None:
+        raise unreadable_checkpoints(store)
+    data = ckpt.state.get("data")
+    saved = data.get("world_size") if isinstance(data, dict) else None
+    if isinstance(saved, int) and saved != world_size:
+        raise InputError(f"checkpoint {ckpt.info.name} was written by a run of {saved} "
+                         f"process(es), not {world_size}: resume it with --nproc {saved}",
+                         path=logdir)
 
 
 def _snapshot_path(logdir: str | os.PathLike[str], step: int) -> Path:
@@ -260,6 +345,7 @@ def train_from_config(
             save_summaries_secs=s.save_summaries_secs, keep_max=s.keep_max,
             async_save=s.async_save, stop_signals=(signal.SIGTERM, signal.SIGINT),
             init_fn=None if config.warm_start is None else warm_start_init(config.warm_start),
+            ready_fn=settings_kept(opt, sched),
         )
         average_steps = set() if config.average is None else set(config.average.steps)
         if s.prefetch:
@@ -273,6 +359,8 @@ def train_from_config(
         loss_value: float | None = None
         with sv.managed_session() as session:
             restored = sv.restored_from
+            if restored is not None:
+                follow_cosine(sched, opt, s.steps)
             first = session.global_step
             loop_started = time.monotonic()
             say(f"{'restored from ' + restored.name if restored else 'initialised'}; "

@@ -39,7 +39,7 @@ from homalign.train.hooks import (
 )
 from homalign.train.services import Coordinator
 from homalign.train.session_manager import InitFn, PrepareResult, ReadyFn, prepare_state
-from homalign.train.state import GlobalStep, Stateful, TrainState
+from homalign.train.state import GlobalStep, Stateful, TrainState, non_finite_parameters
 from homalign.train.summary import EventWriter, SummaryValue
 
 log = logging.getLogger(__name__)
@@ -176,8 +176,14 @@ class MonitoredSession:
 
     # --- writing (chief only) ---------------------------------------------------------------
     def save_checkpoint(self) -> CheckpointInfo | None:
-        """Save the current state now (chief with a ``checkpoint_dir`` only)."""
+        """Save the current state now (chief with a ``checkpoint_dir`` only); a state with
+        non-finite parameters is not saved (a warning says why, and ``None`` is returned)."""
         if self.store is None or not self.is_chief:
+            return None
+        bad = non_finite_parameters(self.state.model)
+        if bad:
+            log.warning("no checkpoint at step %d: %s", self.state.global_step.value,
+                        "; ".join(bad))
             return None
         snap = self.state.snapshot()
         return self.store.save(snap.step, snap.tensors, snap.state)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from homalign.errors import HomalignError
+from homalign.errors import HomalignError, InputError
 from homalign.train import distributed
 from homalign.train.checkpoint import CheckpointInfo, CheckpointStore, CorruptCheckpointError
 from homalign.train.state import TrainState, non_finite_parameters
@@ -82,6 +82,9 @@ def _restore(state: TrainState, store: CheckpointStore) -> tuple[PrepareResult, 
     else:
         chosen = distributed.broadcast_int(-1)
         loaded = store.load(order[chosen]) if chosen >= 0 else None
+    if loaded is None and order:
+        # never start afresh over a run's checkpoints (the new ones would replace them)
+        raise unreadable_checkpoints(store)
     if loaded is None:
         return result, []
     problems = state.restore(loaded.tensors, loaded.state)
@@ -90,6 +93,13 @@ def _restore(state: TrainState, store: CheckpointStore) -> tuple[PrepareResult, 
         result.content_hash = loaded.content_hash
         log.info("restored %s (global step %d)", loaded.info.prefix, loaded.info.step)
     return result, problems
+
+
+def unreadable_checkpoints(store: CheckpointStore) -> InputError:
+    """The error for a store whose checkpoints are all corrupt or missing."""
+    return InputError("no checkpoint could be read (all are corrupt or missing; see the "
+                      "warnings): move them away to start afresh, or repair them",
+                      path=store.directory)
 
 
 def prepare_state(

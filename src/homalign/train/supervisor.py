@@ -409,10 +409,21 @@ class Supervisor:
             return info
 
     def save_checkpoint(self) -> CheckpointInfo | None:
-        """Write a checkpoint now, synchronously (call from the training thread, between steps)."""
-        if not self.writes:
+        """Write a checkpoint now, synchronously (call from the training thread, between steps);
+        not when a parameter is non-finite (a warning says so, and ``None`` is returned)."""
+        if not self.writes or not self._finite():
             return None
         return self._write(self.state.snapshot())
+
+    def _finite(self) -> bool:
+        """Whether the parameters are finite; warns that no checkpoint is written if not (a
+        diverged state must never replace, or prune, the sound checkpoints before it)."""
+        from homalign.train.state import non_finite_parameters
+
+        bad = non_finite_parameters(self.state.model)
+        if bad:
+            log.warning("no checkpoint at step %d: %s", self.global_step, "; ".join(bad))
+        return not bad
 
     def _after_step(self, session: TrainingSession, step: int) -> None:
         if not self.writes:
@@ -420,6 +431,8 @@ class Supervisor:
         due = self.save_model_steps is not None and step % self.save_model_steps == 0
         if due or session._snapshot_request.is_set():
             session._snapshot_request.clear()
+            if not self._finite():
+                return
             snap = self.state.snapshot()
             if not self.async_save:
                 self._write(snap)

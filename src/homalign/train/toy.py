@@ -34,13 +34,25 @@ class ToyRegression(nn.Module):
 
 
 def toy_dataset(n_samples: int = 256, in_features: int = 8, seed: int = 0,
-                noise: float = 0.05) -> TensorDataset:
-    """``y = sin(x . w) + noise`` with ``x ~ N(0, 1)``; the same for the same arguments."""
+                noise: float = 0.05, weights: torch.Tensor | None = None) -> TensorDataset:
+    """``y = sin(x . w) + noise`` with ``x ~ N(0, 1)``; the same for the same arguments.
+
+    ``w`` is drawn with the samples unless ``weights`` gives it (:func:`toy_weights`: more
+    samples of another dataset's function, e.g. an evaluation set)."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n_samples, in_features, generator=g)
     w = torch.randn(in_features, generator=g) / in_features**0.5
+    if weights is not None:
+        w = weights
     y = torch.sin(x @ w) + noise * torch.randn(n_samples, generator=g)
     return TensorDataset(x, y)
+
+
+def toy_weights(n_samples: int = 256, in_features: int = 8, seed: int = 0) -> torch.Tensor:
+    """The ``w`` of ``toy_dataset(n_samples, in_features, seed)``."""
+    g = torch.Generator().manual_seed(seed)
+    torch.randn(n_samples, in_features, generator=g)
+    return torch.randn(in_features, generator=g) / in_features**0.5
 
 
 def mse_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -62,7 +74,9 @@ def toy_task(in_features: int = 8, hidden: int = 16, layers: int = 1, dropout: f
     return TrainTask(
         model=model,
         train_dataset=toy_dataset(n_samples, in_features, seed=data_seed),
-        eval_dataset=toy_dataset(n_eval, in_features, seed=data_seed + 1),
+        # other samples of the same function
+        eval_dataset=toy_dataset(n_eval, in_features, seed=data_seed + 1,
+                                 weights=toy_weights(n_samples, in_features, data_seed)),
         loss_fn=mse_loss,
         metrics={"mae": mae_metric},
         config={

@@ -66,7 +66,7 @@ def load_weights(source: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
     elif not path.parent.is_dir():
         raise InputError("no such checkpoint, directory or .safetensors file", path=path)
     else:
-        ckpt = CheckpointStore(path.parent).load(path)
+        ckpt = CheckpointStore(path.parent).load(path.name)  # (a relative path would join twice)
     return {
         k[len(MODEL_PREFIX):]: v for k, v in ckpt.tensors.items() if k.startswith(MODEL_PREFIX)
     }
