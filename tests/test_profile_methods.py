@@ -150,3 +150,29 @@ def test_profile_profile_gap_costs_are_both_halves_at_half_weight(score):
     again = score_profile_profile(q, t, score=score, gap_open=10.0, gap_extend=2.0)
     assert again.gaps.t_del_open is ps.gaps.t_del_open
     assert not np.array_equal(vq["del_open"], np.full(len(q), 10.0))  # position-specific
+
+
+@pytest.mark.parametrize("method", ["hhm", "prof-sim"])
+def test_hmm_hmm_search_evalues_follow_lengths(method):
+    """Unrelated single-sequence HMMs (and PROF_SIM profiles) score in proportion to their
+    lengths, so their E-values come from a law whose location grows with both lengths
+    (``Method.null_law``), not a Karlin-Altschul Gumbel fit, which had put an identical
+    126-residue domain at E 3e-9 and C2 homologues at E 0.03 (HHsearch: 1e-89 and 1e-18): the
+    bundled C2 query finds its identical target and homologues far below 1e-3, and shuffled
+    copies of it find nothing there."""
+    from homalign import examples
+    from homalign.io import read_fasta
+    from homalign.search import SequenceDB, search
+
+    assert get_method(method).null_law == "regression"
+    db = SequenceDB.from_sequences([Sequence(r.id, r.sequence)
+                                    for r in read_fasta(examples.path("db.fa"))])
+    (rec,) = read_fasta(examples.path("query.fa"))
+    hits = search(Sequence(rec.id, rec.sequence), db, method, evalue=1e-3)
+    assert hits[0].target_id == "d4weea1" and hits[0].evalue < 1e-15
+    assert len(hits) >= 10
+    rng = np.random.default_rng(8)
+    for _ in range(5):
+        shuffled = "".join(rng.permutation(list(rec.sequence)))
+        assert search(Sequence("shuffled", shuffled), db, method, evalue=1e-3,
+                      traceback=False) == []

@@ -187,6 +187,11 @@ class Method:
     score_many: Callable[..., np.ndarray] | None = None
     #: the method's options, the one place they are declared (None: undeclared, not checked)
     options: tuple[Option, ...] | None = None
+    #: the null law :func:`homalign.search.calibration.calibrate` fits to a local method's scores
+    #: of unrelated pairs: ``"gumbel"`` (Karlin-Altschul's form, ``K m n e^{-lambda s}``) or
+    #: ``"regression"`` (location and scale functions of both lengths, exponential tail) for
+    #: scores that grow in proportion to the lengths (a column score of expected value near 0)
+    null_law: str = "gumbel"
 
     def __post_init__(self) -> None:
         if self.options is not None:

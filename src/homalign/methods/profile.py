@@ -439,9 +439,11 @@ def _mac_available() -> str | None:
 
 
 def _entry(name: str, kind: str, description: str, scorer, options: tuple[Option, ...],
-           align=None, available=None, many=None, align_prepared=None) -> Method:
+           align=None, available=None, many=None, align_prepared=None,
+           null_law: str = "gumbel") -> Method:
     """A registry entry of ``scorer``; ``many`` (optional): its one-query-many-targets form
-    (``Method.score_many``), taking the same keyword options as ``scorer``."""
+    (``Method.score_many``), taking the same keyword options as ``scorer``; ``null_law``: the
+    law its E-value fit takes (:attr:`Method.null_law`)."""
     defaults = _defaults(options)
 
     def score(q: Any, t: Any, **opts: Any) -> PairScores:
@@ -454,7 +456,8 @@ def _entry(name: str, kind: str, description: str, scorer, options: tuple[Option
 
     return Method(name, kind, description, align or _dp_align(name, scorer, defaults),
                   prepare, score, available or (lambda: None), defaults=defaults,
-                  options=options, score_many=score_many, align_prepared=align_prepared)
+                  options=options, score_many=score_many, align_prepared=align_prepared,
+                  null_law=null_law)
 
 
 register(_entry("pssm", "profile",
@@ -468,13 +471,15 @@ register(_entry("compass", "profile",
                 score_profile_profile, COMPASS_OPTIONS))
 register(_entry("prof-sim", "profile",
                 "PROF_SIM-like Jensen-Shannon profile-profile alignment",
-                score_profile_profile, PROF_SIM_OPTIONS))
+                score_profile_profile, PROF_SIM_OPTIONS, null_law="regression"))
+# unrelated single-sequence HMMs (and PROF_SIM profiles) score ~0.4 bits a residue: in
+# proportion to the lengths, which a Karlin-Altschul law cannot describe
 register(_entry("hhm", "hmm",
                 "HHsearch class: HMM-HMM Viterbi, log2 sum q p / f column score, transition gaps",
-                score_hhm, HHM_OPTIONS))
+                score_hhm, HHM_OPTIONS, null_law="regression"))
 register(_entry("hhm-mac", "hmm",
                 "HHsearch class with maximum-accuracy (MAC) realignment from posteriors",
                 score_hhm, HHM_MAC_OPTIONS, align=align_hhm_mac, available=_mac_available,
-                align_prepared=align_prepared_hhm_mac))
+                align_prepared=align_prepared_hhm_mac, null_law="regression"))
 register(Method("hmm", "hmm", "HMMER3 via pyhmmer: query profile HMM aligns the target",
                 align_hmmer, available=_pyhmmer_available, options=HMMER_OPTIONS))

@@ -111,6 +111,9 @@ def calibrate(
     fingerprint = get_method(method).fingerprint
     if fingerprint is not None:
         source = f"{source}:{fingerprint()}"
+    law = get_method(method).null_law
+    if law != "gumbel":
+        source = f"{source}:{law}"
     key = _options_key(method, options, n_pairs, seed, source)
     path = cache_dir() / f"{method}-{key}.json"
     if use_cache and not refit and path.exists():
@@ -124,7 +127,7 @@ def calibrate(
     qlen = np.array([len(q) for q in qs])
     tlen = np.array([len(t) for t in ts])
     what = f"{n_pairs} {kind} pairs, method {method}"
-    if modes == {"local"}:
+    if modes == {"local"} and law == "gumbel":
         params = fit_gumbel(scores, qlen, tlen, source=f"ML Gumbel fit, {what}")
     else:
         params = fit_regression_tail(
