@@ -94,23 +94,27 @@ def test_search_hits_carry_the_learned_mea_alignment(db_and_query) -> None:
 
 
 def test_every_learned_hit_has_an_alignment(db_and_query) -> None:
-    """Where no pair's posterior beats the MEA threshold, a pair gets the path of the most
-    expected correct pairs (threshold 0) instead of an empty alignment: every hit of a search,
-    unrelated ones too, has aligned pairs (tab output lists what JSON lists)."""
+    """Where no pair's posterior beats the MEA threshold, a search hit takes the path of the
+    most expected correct pairs (threshold 0) instead of an empty alignment: every hit, the
+    unrelated ones too, has aligned pairs (tab output lists what JSON lists). ``align`` keeps
+    the threshold's meaning: such a pair has no alignment there."""
     db, query = db_and_query
     hits = search(query, db, "learned", evalue=1e9, prefilter=False, threshold=0.99)
     assert len(hits) == len(db)
     for h in hits:
         assert h.alignment is not None and h.alignment.length > 0
-    unrelated = db.sequence(next(h.target_index for h in hits if h.target_id != "homolog"))
-    strict = homalign.align(query, unrelated, method="learned", threshold=0.99)
+    unrelated = next(h for h in hits if h.target_id != "homolog")
+    target = db.sequence(unrelated.target_index)
+    assert homalign.align(query, target, method="learned", threshold=0.99).length == 0
     np.testing.assert_array_equal(
-        strict.pairs, homalign.align(query, unrelated, method="learned", threshold=0.0).pairs)
+        unrelated.alignment.pairs,
+        homalign.align(query, target, method="learned", threshold=0.0).pairs)
     # a threshold some pair beats keeps its own path: the homologue's high-confidence pairs
-    homolog = db.sequence(next(h.target_index for h in hits if h.target_id == "homolog"))
-    high = homalign.align(query, homolog, method="learned", threshold=0.9)
-    low = homalign.align(query, homolog, method="learned", threshold=0.0)
-    assert 0 < high.length < low.length
+    homolog = next(h for h in hits if h.target_id == "homolog")
+    strict = homalign.align(query, db.sequence(homolog.target_index), method="learned",
+                            threshold=0.99)
+    assert 0 < strict.length
+    np.testing.assert_array_equal(homolog.alignment.pairs, strict.pairs)
 
 
 def test_learned_iterative_search_fuses_the_pssm_round(db_and_query) -> None:

@@ -59,17 +59,21 @@ def test_cli_pssm_iterations_options(capsys, tmp_path):
     q, db = _ex("query.fa"), _ex("db.fa")
     rc, base, _ = _search_cli(capsys, q, db, "--method", "pssm", "--iterations", "2")
     assert rc == 0 and base
-    rc, out, _ = _search_cli(capsys, q, db, "--method", "pssm", "--iterations", "2",
-                             "--pseudocounts", "dirichlet")
-    assert rc == 0 and out and out != base
+    rc, out_dirichlet, _ = _search_cli(capsys, q, db, "--method", "pssm", "--iterations", "2",
+                                       "--pseudocounts", "dirichlet")
+    assert rc == 0 and out_dirichlet and out_dirichlet != base
     for bad, message in ((["--inclusion-evalue", "nan"], "inclusion E-value"),
                          (["--inclusion-evalue", "-1"], "inclusion E-value"),
                          (["--query-msa", q], "builds the query's MSA"),
-                         (["--method", "sw", "--pseudocounts", "none"],
-                          "does not read --pseudocounts")):
+                         (["--method", "hhm", "--pssm-kind", "average"],
+                          "does not read --pssm-kind")):
         argv = [q, db, "--method", "pssm", "--iterations", "2", *bad]
         rc, out, err = _search_cli(capsys, *argv)
         assert rc == 2 and not out and message in err, bad
+    # the default method (sw) with --iterations is the same PSI-BLAST-class search: the same
+    # profile options, the same hits
+    rc, sw_out, _ = _search_cli(capsys, q, db, "--iterations", "2", "--pseudocounts", "dirichlet")
+    assert rc == 0 and sw_out == out_dirichlet
     # --matrix goes to the PSSM rounds of a fused search (it crashed: given twice)
     rc, out, _ = _search_cli(capsys, q, db, "--method", "hhm", "--iterations", "2",
                              "--matrix", "BLOSUM45", "--evalue", "1e-3")
@@ -80,8 +84,11 @@ def test_cli_pssm_iterations_options(capsys, tmp_path):
 def test_null_fit_leaves_out_per_protein_inputs():
     from homalign.search.calibration import null_options
 
-    opts = {"query_msa": "q.a3m", "msa": "dir", "query_hmm": "m.hmm", "gap_open": 9.0}
+    opts = {"query_msa": "q.a3m", "msa": "dir", "query_hhm": "q.hhm", "gap_open": 9.0}
     assert null_options(opts) == {"gap_open": 9.0}
+    # a query's HMMER model stays: the fit is that model's own null (its scores do not
+    # depend on the query sequence), as HMMER calibrates a model
+    assert null_options({"query_hmm": "m.hmm"}) == {"query_hmm": "m.hmm"}
 
 
 def test_search_with_a_query_msa_or_an_msa_directory(query, tmp_path):
@@ -109,6 +116,13 @@ def test_a_query_model_is_one_querys(capsys, myoglobin, query, tmp_path):
     assert rc == 2 and not out and "one query's model" in err
     with pytest.raises(InputError, match="places none of the query"):
         homalign.search(myoglobin, _ex("db.fa"), "hmm", query_hmm=_ex("C2.hmm"))
+    rc, out, err = _search_cli(capsys, _ex("query.fa"), _ex("db.fa"), "--method", "hmm",
+                               "--query-hmm", _ex("C2.hmm"), "--evalue", "1e-3")
+    assert rc == 0 and out
+    # align keeps the model's score for an off-model query, without pairs
+    target = next(s for s in homalign.read_sequences(_ex("db.fa")) if s.id == "d4weea1")
+    off = homalign.align(myoglobin, target, method="hmm", query_hmm=_ex("C2.hmm"))
+    assert off.length == 0 and off.score > 100
 
 
 def test_a_query_model_scores_every_target(capsys, query):

@@ -68,28 +68,19 @@ def test_hhsearch_scores_equal_the_float64_formula_on_long_profiles():
     assert S.dtype == np.float32 and S.shape == (37, 53)
     np.testing.assert_allclose(S, want, rtol=1e-5, atol=1e-5)
 
-def test_hhsearch_scores_do_not_depend_on_the_thread_count():
-    """On one BLAS thread (a search's pairs: ``one_blas_thread``) the scores are the same bits
-    whatever ``set_threads`` says; a threaded BLAS differs by float32 rounding at most."""
+def test_hhsearch_scores_on_a_threaded_blas_round_within_2e6():
+    """A threaded BLAS may round the column product otherwise than one thread (OpenBLAS on an
+    AMD EPYC: one float32 ulp in ~3% of cells), which is why a search scores its pairs on one
+    BLAS thread; the difference stays at rounding, within 2e-6 bits."""
     from threadpoolctl import threadpool_limits
 
-    from homalign.threads import get_threads, one_blas_thread, set_threads
-
-    before = get_threads()
-    try:
-        for seed, (n, m) in enumerate(((700, 900), (1500, 333), (257, 1200))):
-            p, q = _rand(n, 20 + seed), _rand(m, 30 + seed)
-            got = []
-            for threads in (1, 2):
-                set_threads(threads)
-                with one_blas_thread():
-                    got.append(hhsearch_scores(p, q, BACKGROUND, shift=-0.03))
-            np.testing.assert_array_equal(got[0], got[1])
-            with threadpool_limits(2, user_api="blas"):
-                threaded = hhsearch_scores(p, q, BACKGROUND, shift=-0.03)
-            np.testing.assert_allclose(threaded, got[0], rtol=0, atol=2e-6)
-    finally:
-        set_threads(before)
+    for seed, (n, m) in enumerate(((700, 900), (1500, 333), (257, 1200))):
+        p, q = _rand(n, 20 + seed), _rand(m, 30 + seed)
+        with threadpool_limits(1, user_api="blas"):
+            one = hhsearch_scores(p, q, BACKGROUND, shift=-0.03)
+        with threadpool_limits(2, user_api="blas"):
+            threaded = hhsearch_scores(p, q, BACKGROUND, shift=-0.03)
+        np.testing.assert_allclose(threaded, one, rtol=0, atol=2e-6)
 
 
 def test_compass_formula_and_symmetry():

@@ -63,7 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--iterations", type=_common.positive_int, default=1,
                    help="N > 1: iterative profile search (PSI-BLAST style, N rounds); with a "
                         "method other than sw/pssm (e.g. learned), that method's ranking is "
-                        "fused with the last PSSM round's")
+                        "fused with the last PSSM round's; --matrix, --gap-open, --gap-extend "
+                        "and --inclusion-evalue then set the PSSM rounds, not the fused method")
     p.add_argument("--profile-round", action=argparse.BooleanOptionalAction, default=None,
                    help="learned: fuse the ranking with one light PSSM round (an MSA of its "
                         "candidates' SW hits at E <= 1e-3, its PSSM over them and the "
@@ -123,13 +124,14 @@ def _prefilter(args: argparse.Namespace, opts: dict[str, Any]) -> bool:
             or default_prefilter(opts))
 
 
-def check_inputs(args: argparse.Namespace, opts: dict[str, Any], n_queries: int) -> None:
+def check_inputs(args: argparse.Namespace, opts: dict[str, Any], queries: list) -> None:
     """ValueError for method options a database search cannot use (see
     :func:`homalign.search.entry.check_query_inputs`), and for ``--msa iterative:N``, whose
     database is not an option of search."""
-    from homalign.search.entry import check_query_inputs
+    from homalign.search.entry import check_query_inputs, check_query_model
 
-    check_query_inputs(opts, n_queries)
+    check_query_inputs(opts, len(queries))
+    check_query_model(queries[0], opts)
     msa = str(opts.get("msa") or "")
     if msa == "iterative" or msa.startswith("iterative:"):
         raise ValueError(f"--msa {msa} builds each protein's MSA by searching a database: in "
@@ -215,7 +217,8 @@ def needs_alignments(fmt: str, columns) -> bool:
 def aligned(hits: list) -> list:
     """The hits that have an alignment of at least one residue pair: a method can score a
     target and align none of the query's residues with it (a HMMER model's nodes the query
-    does not occupy); BLAST tabular has no line for such a hit, so no format lists it."""
+    does not occupy); BLAST tabular has no line for such a hit, so no format that shows
+    alignments lists it (columns that need no alignment compute none, and list every hit)."""
     return [h for h in hits if h.alignment is None or len(h.alignment.pairs) > 0]
 
 
@@ -258,8 +261,12 @@ def run(args: argparse.Namespace) -> int:
         columns = (*columns, "qseq", "sseq")
     opts = _common.method_options(args)
     if args.iterations > 1 or args.target_msa is not None:
+        from homalign.search.iterative import PSSM_METHODS
+
         _pssm, own = _split_options(args, opts)
-        _common.check_method_options(args.method, own)
+        # sw or pssm with --iterations is one PSI-BLAST-class search: pssm's options
+        _common.check_method_options("pssm" if args.method in PSSM_METHODS else args.method,
+                                     own)
     else:
         _common.check_method_options(args.method, opts)
     if args.neighbour_support is not None and args.target_msa is None:
@@ -277,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
     queries = _common.read_sequences(args.query)
     if not queries:
         raise ValueError(f"{args.query}: no query sequences")
-    check_inputs(args, opts, len(queries))
+    check_inputs(args, opts, queries)
     db = open_database(args.db)
     traceback = needs_alignments(fmt, columns)
     if args.ray is not None:

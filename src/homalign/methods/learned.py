@@ -3,8 +3,8 @@
 The network (``homalign.model``) turns both sequences into substitution scores S[i, j] (nats) and
 per-residue affine gap costs; alignment then uses the exact DP engine's forward-backward posteriors
 of the same path model the network was trained on, decoded by maximum expected accuracy (pairs
-whose posterior beats ``threshold``; where none does, the path with the most expected correct
-pairs, so a pair always gets an alignment). Sequences only; works offline (weights ship in the package).
+whose posterior beats ``threshold``; a search hit where none does takes the path with the most
+expected correct pairs, so every hit has an alignment). Sequences only; works offline (weights ship in the package).
 Options: ``threshold`` (MEA threshold, default from the bundled config), ``decode`` ("mea" or
 "viterbi": the exact best path of the learned scores), ``mode`` (the path model of the posteriors,
 default the config's ``decode_mode``), ``target_ss`` / ``target_acc`` (template mode: the target's
@@ -233,10 +233,11 @@ def _add_homology(aln: Alignment, meta: dict, rank: float) -> None:
     aln.extra["homology_probability"] = homology_probability(meta["homology"], z)
 
 
-def _mea_path(P: np.ndarray, threshold: float) -> Any:
-    """The MEA path of a posterior matrix: the pairs whose posterior beats ``threshold``; where
-    none does, the path with the most expected correct pairs (threshold 0), so that a pair the
-    search reports always has an alignment (BLAST's hits always do)."""
+def _hit_path(P: np.ndarray, threshold: float) -> Any:
+    """A search hit's MEA path: the pairs whose posterior beats ``threshold``; where none does,
+    the path with the most expected correct pairs (threshold 0), so that a hit the search
+    reports always has an alignment, as BLAST's hits do (``align`` leaves such a pair
+    empty)."""
     from homalign.model.decode import mea_align
 
     path = mea_align(P, threshold)
@@ -259,7 +260,7 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
     MEA path of that posterior and ``local`` the local score, when already computed."""
     from homalign.dp import align as dp_align
     from homalign.dp import align_score
-    from homalign.model.decode import posterior_matrix
+    from homalign.model.decode import mea_align, posterior_matrix
 
     extra: dict[str, Any] = {}
     cfg = model.cfg
@@ -278,7 +279,7 @@ def _decode_pair(model: Any, query: Sequence, target: Sequence, e_q: Any, e_t: A
 
                 threshold = CONSISTENCY_THRESHOLD
         if mea is None or homologs is not None:
-            mea = _mea_path(P, cfg.mea_threshold if threshold is None else float(threshold))
+            mea = mea_align(P, cfg.mea_threshold if threshold is None else float(threshold))
         pairs = mea.pairs
         extra["expected_correct"] = float(P[pairs[:, 0], pairs[:, 1]].sum()) if len(pairs) else 0.0
     elif decode == "viterbi":
@@ -322,7 +323,7 @@ def _align_hits(query: Sequence, targets: list[Sequence], scores: np.ndarray,
     if decode == "mea" and pmode in ("local", "semiglobal"):
         posteriors = _posteriors_of(scored, pmode)
         cut = model.cfg.mea_threshold if threshold is None else float(threshold)
-        paths = [_mea_path(P, cut) for P in posteriors]
+        paths = [_hit_path(P, cut) for P in posteriors]
     local = align_batch([S for S, _ in scored], [g for _, g in scored], mode="local",
                         score_only=True)
     out = []

@@ -395,8 +395,9 @@ def _hmmer_model(seq: Sequence, kind: str, arg: str):
 
 
 @lru_cache(maxsize=512)
-def _query_on_model(seq: Sequence, path: str) -> bool:
-    """Whether HMMER places any residue of ``seq`` on the model in ``path``."""
+def query_on_model(seq: Sequence, path: str) -> bool:
+    """Whether HMMER places any residue of ``seq`` on the model in ``path`` (a query model
+    aligns targets to its own query: an off-model query's alignments have no pairs)."""
     from homalign.profile.pyhmmer_adapter import node_map
 
     return bool((node_map(_hmmer_model(seq, "hmmfile", path), seq) >= 0).any())
@@ -414,11 +415,10 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     else:
         kind, arg = resolve_source(query, "query", opts)
     model = _hmmer_model(query, kind, arg)
-    # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the query
-    if kind == "hmmfile" and not _query_on_model(query, arg):
-        raise InputError(f"HMMER places none of the query {query.id!r} on this model: a "
-                         "query model aligns targets to its own query, a member of its family; "
-                         "give that query (or the query's own model)", path=arg)
+    # a .hmm file of any provenance (hmmbuild defaults, Pfam): its nodes are mapped to the query;
+    # a query off the model gets the model's score without pairs (a search refuses such a query:
+    # homalign.search.entry.check_query_model; the model's E-value fit scores it against random
+    # sequences)
     return hmm_align(model, query, target, method="hmm", nodes_are_query=kind != "hmmfile")
 
 

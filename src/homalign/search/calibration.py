@@ -6,14 +6,16 @@ the fit as JSON under ``$HOMALIGN_CACHE/evd/`` (default ``~/.cache/homalign/evd/
 themselves (Gumbel fits, E-values, bit scores) are :mod:`homalign.stats`; this module is the part
 that runs methods, so it sits above :mod:`homalign.methods`.
 
-The fit scores random unrelated pairs, which have no MSA, HMM or HHM of their own: the options
-that name one protein's inputs (:data:`PER_PROTEIN_OPTIONS`: a query's or target's MSA, HMM or
+The fit scores random unrelated pairs, which have no MSA or HHM of their own: the options
+that name one protein's inputs (:data:`PER_PROTEIN_OPTIONS`: a query's or target's MSA or
 HHM file, a directory of per-sequence MSAs, an iterative MSA's database) are left out of it
 (:func:`null_options`), so the law is the method's on single-sequence profiles with the same
 scoring options (matrix, pseudocounts, gaps, shifts). For ``pssm`` that is PSI-BLAST's own
 practice (a PSSM in the matrix's units takes the matrix's statistics); for the HMM-HMM and
 profile-profile scores it is the single-sequence null, which a query MSA's profile makes no
-more generous (its shift, ``hh_shift="auto"``, only shrinks with the MSA's diversity).
+more generous (its shift, ``hh_shift="auto"``, only shrinks with the MSA's diversity). A
+query's HMMER model (``query_hmm``) stays in: its scores do not depend on the query sequence,
+so the fit is that model's own null, as HMMER calibrates each model.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ from homalign.stats import (
 
 EVD_CACHE_VERSION = 4
 #: options naming one protein's own inputs, which random calibration pairs do not have
+#: (a query's HMMER model stays: its fit scores the model itself against random sequences, as
+#: HMMER calibrates a model)
 PER_PROTEIN_OPTIONS = ("msa", "db", "inclusion_evalue", "query_msa", "target_msa",
-                       "query_hhm", "target_hhm", "query_hmm", "query_a3m", "target_a3m")
+                       "query_hhm", "target_hhm", "query_a3m", "target_a3m")
 
 
 def null_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -34,12 +34,14 @@ def check_search_options(method: str, options: dict[str, Any], iterative: bool =
     naming both lists."""
     from homalign.search.engine import search as engine_search
 
-    m = get_method(method)
     search_kw = _keywords(engine_search, 3)
     if iterative:
-        from homalign.search.iterative import iterative_search
+        from homalign.search.iterative import PSSM_METHODS, iterative_search
 
         search_kw += [k for k in _keywords(iterative_search, 4) if k not in search_kw]
+        if method in PSSM_METHODS:  # sw or pssm with rounds: one PSI-BLAST-class search
+            method = "pssm"
+    m = get_method(method)
     method_kw = list(m.option_names or ())
     unknown = [k for k in options if k not in search_kw and k not in method_kw]
     if unknown and m.options is not None:
@@ -78,11 +80,30 @@ def check_query_inputs(options: dict[str, Any], n_queries: int = 1) -> None:
         raise ValueError("target_hhm (--target-hhm) is one target's HH-suite HMM; a database "
                          "search needs every target's: msa=DIRECTORY (--msa) of <id>.hhm or "
                          "<id>.a3m files, or an MSA database (--target-msa, homalign makemsa)")
-    files = [k for k in query_models(options) if not Path(str(options[k])).is_dir()]
+    files = [k for k in query_models(options)
+             if not (k == "query_msa" and Path(str(options[k])).is_dir())]
     if files and n_queries > 1:
+        hint = (", or give it a directory of <query id>.a3m files" if files[0] == "query_msa"
+                else "")
         raise ValueError(f"{files[0]} (--{files[0].replace('_', '-')}) is one query's model, "
                          f"but there are {n_queries} queries: search each query with its own "
-                         "model, or give query_msa a directory of <query id>.a3m files")
+                         f"model{hint}")
+
+
+def check_query_model(query: Sequence, options: dict[str, Any]) -> None:
+    """InputError for a query that a given HMMER model (``query_hmm``) does not hold: HMMER
+    places none of its residues on the model, so the search would rank the model's family for
+    an unrelated query and align none of its residues."""
+    path = options.get("query_hmm")
+    if path is None:
+        return
+    from homalign.errors import InputError
+    from homalign.methods.profile import query_on_model
+
+    if not query_on_model(query, str(path)):
+        raise InputError(f"HMMER places none of the query {query.id!r} on this model: a query "
+                         "model aligns targets to its own query, a member of its family; give "
+                         "that query (or the query's own model)", path=str(path))
 
 
 def _check_limits(iterations: Any, options: dict[str, Any]) -> None:
@@ -130,6 +151,7 @@ def run_search(
             and options.get("prefilter_options") is None and not default_prefilter(options)):
         options["prefilter"] = False  # a query model: every target scored (unless asked)
     q = as_sequence(query, "query")
+    check_query_model(q, options)
     no_huge_pages()
     if iterative:
         from homalign.search.iterative import iterative_search
