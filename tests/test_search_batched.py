@@ -126,8 +126,12 @@ def test_search_hits_are_traced_back_as_align_does_pair_by_pair(proteins) -> Non
     smodel, _meta = load_bundled("learned_search")
     for h in hits:
         t = db.sequence(h.target_index)
-        ref = _align_prepared(q, t, LearnedRep(q.codes, smodel.embed(q.codes)),
-                              LearnedRep(t.codes, smodel.embed(t.codes)))
+        reps = (LearnedRep(q.codes, smodel.embed(q.codes)),
+                LearnedRep(t.codes, smodel.embed(t.codes)))
+        ref = _align_prepared(q, t, *reps)
+        if not len(ref.pairs):  # no pair beats the threshold: a hit takes threshold 0's path
+            ref.pairs = _align_prepared(q, t, *reps, threshold=0.0).pairs
+            assert len(ref.pairs), h.target_id
         assert np.array_equal(h.alignment.pairs, ref.pairs), h.target_id
         assert h.alignment.score == pytest.approx(ref.score, rel=1e-5)
         assert h.alignment.extra.keys() == ref.extra.keys()
