@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from train_helpers import signal_at_step
 
 from homalign.cli import main
 from homalign.errors import InputError
@@ -154,18 +155,9 @@ def test_sigterm_stops_gracefully_with_a_final_checkpoint(tmp_path: Path) -> Non
     logdir = tmp_path / "run"
     env = dict(os.environ, HOMALIGN_TORCH_THREADS="1", OMP_WAIT_POLICY="PASSIVE",
                PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "homalign.train.launch", "--config", str(config), "--logdir",
-         str(logdir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    assert proc.stdout is not None
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("step 20 "):
-            proc.send_signal(signal.SIGTERM)
-            break
-    rest, _ = proc.communicate(timeout=120)
-    out = "".join(lines) + rest
+    proc, out = signal_at_step([sys.executable, "-m", "homalign.train.launch", "--config",
+                                str(config), "--logdir", str(logdir)], signal.SIGTERM,
+                               timeout=120, env=env)
     assert proc.returncode == 0, out[-2000:]
     stopped = [ln for ln in out.splitlines() if ln.startswith("stopped by SIGTERM")]
     assert stopped, out[-2000:]

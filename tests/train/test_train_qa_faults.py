@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import math
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from train_helpers import make_toy
+from train_helpers import make_toy, signal_at_step
 
 from homalign.cli import main
 from homalign.errors import InputError
@@ -55,20 +55,10 @@ def test_sigterm_stops_every_torchrun_worker_gracefully(tmp_path: Path) -> None:
                       "save_model_secs = 600.0\nsave_summaries_secs = 0.0\nlog_every_steps = 5\n")
     logdir = tmp_path / "run"
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "homalign", "train", "--config", str(config), "--logdir",
-         str(logdir), "--nproc", "2", "-j", "2"], stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    argv = [sys.executable, "-m", "homalign", "train", "--config", str(config), "--logdir",
+            str(logdir), "--nproc", "2", "-j", "2"]
     try:
-        assert proc.stdout is not None
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("step 20 "):
-                proc.send_signal(signal.SIGTERM)
-                break
-        rest, _ = proc.communicate(timeout=150)
-        out = "".join(lines) + rest
+        proc, out = signal_at_step(argv, signal.SIGTERM, env=env, start_new_session=True)
         assert proc.returncode == 128 + signal.SIGTERM, out[-3000:]
         stopped = [ln for ln in out.splitlines() if ln.startswith("stopped by SIGTERM")]
         assert stopped, out[-3000:]
@@ -76,11 +66,13 @@ def test_sigterm_stops_every_torchrun_worker_gracefully(tmp_path: Path) -> None:
         assert CheckpointStore(logdir).load_latest().info.step == final  # type: ignore[union-attr]
         assert _processes_mentioning(str(logdir)) == []
     finally:  # without the fix the workers live on: end them
-        if proc.poll() is None:
-            proc.kill()
+        for pid in _processes_mentioning(str(logdir)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             proc.wait()
         for pid in _processes_mentioning(str(logdir)):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _toy_config(**train: Any) -> cfg.TrainConfig:

@@ -93,3 +93,28 @@ def run_until(sv: Supervisor, toy: Toy, last_step: int,
                 loss = toy.train_step(batch)
             session.record(loss=loss)
         return session.global_step
+
+
+def signal_at_step(argv: list[str], signum: int, *, step: int = 20, timeout: float = 150,
+                   **popen: Any) -> tuple[Any, str]:
+    """Run ``argv`` (a training command that prints ``step N ...`` lines), send it ``signum``
+    once it prints step ``step``, and wait for it: (the finished process, its whole output)."""
+    import subprocess
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            **popen)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith(f"step {step} "):
+            proc.send_signal(signum)
+            break
+    try:
+        rest, _ = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:  # ended by the test when it does not stop itself
+            proc.kill()
+            proc.communicate()
+    return proc, "".join(lines) + rest
+
