@@ -134,8 +134,8 @@ def test_score_local_lanes_runs_every_pair() -> None:
 @pytest.mark.parametrize("permute", [True, False])
 def test_profile_equals_align_score(n: int, zero_ext: bool, permute: bool,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """Through ``_sweep_rows`` (vpermi2ps) and through the packed-rows path that hosts
-    without AVX-512F run (``permute=False``)."""
+    """Through ``_sweep_rows`` (table permutes: vpermi2ps on AVX-512, vpermps on AVX2) and
+    through the packed-rows path that hosts without AVX2 run (``permute=False``)."""
     monkeypatch.setattr(lanes, "PERMUTE_TABLE", permute and lanes.PERMUTE_TABLE)
     rng = np.random.default_rng(n * 13 + zero_ext)
     K = 23

@@ -400,7 +400,7 @@ def test_the_cell_loops_run_on_whole_vector_registers(tmp_path) -> None:
     code)."""
     from homalign.dp import simd
 
-    if simd.PERMUTE_TABLE:
+    if simd.host_has("avx512f"):
         register, least = "zmm", 200  # two chunk kernels of 16 columns each
     elif simd.host_has("avx2"):
         register, least = "ymm", 400  # each 16-lane operation in two halves

@@ -26,7 +26,8 @@ targets padded with zero weights and gap factors (a padded cell adds exactly 0 t
 maximum). A row runs 16 columns at a time: :func:`homalign.dp.simd.pack_lanes16` moves the 16
 columns' match weights into the lanes (16 x 16 transposes in registers and a vector table lookup
 of ``R``), then :func:`_sweep16` (:func:`_sweep_tail` for a row's last, partial chunk) runs the
-recurrences as LLVM IR on ``<16 x float>`` vectors. The values one column passes to the next
+recurrences as LLVM IR on ``<16 x float>`` vectors (two halves of ``<8 x float>`` one after the
+other without AVX-512: :data:`SWEEP_WIDTH`). The values one column passes to the next
 (its m, x, y, the previous row's m + x + y on the diagonal, the running sum of m and maximum of
 m, x, y, the lanes' factors) stay in registers; a column only loads its gap factors ``c_j``,
 ``d_j`` and the previous row's m, x, y from a lane-major buffer (five vectors per column) and
@@ -67,7 +68,6 @@ the brute-force enumeration.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 from llvmlite import ir
@@ -79,6 +79,7 @@ from homalign.dp.simd import (
     TABLE,
     array_data,
     get_mxcsr,
+    host_has,
     pack_lanes16,
     prefetch,
     set_mxcsr,
@@ -160,15 +161,16 @@ _NST = 8 * LANES
 _AHEAD = 2  # rows of X prefetched ahead
 
 _f32 = ir.FloatType()
-_i32 = ir.IntType(32)
 _i64 = ir.IntType(64)
-_V = ir.VectorType(_f32, LANES)
-_VI = ir.VectorType(_i32, LANES)
 _data = array_data
-_vload = partial(vload, lanes=LANES, align=4)
-_vstore = partial(vstore, align=4)
-_splat = partial(splat, vtype=_V)
 _vmax = vmax
+
+
+#: lanes a sweep computes at once: one <16 x float> register on AVX-512; on other hosts the 16
+#: lanes run as two halves of 8, one after the other, because a column's dozen carried values
+#: as <16 x float> pairs do not fit in AVX2's sixteen registers (the spills took most of the
+#: forward's time there); a lane's arithmetic is the same either way
+SWEEP_WIDTH = LANES if host_has("avx512f") else LANES // 2
 
 
 def _sweep_codegen(tail: bool):  # noqa: ANN202
@@ -183,47 +185,61 @@ def _sweep_codegen(tail: bool):  # noqa: ANN202
         stp = _data(context, b, tys[2], st_)
         # column j0 + 1 + e of the chunk: block j0 + 1 + e of S
         cp = b.gep(sp, [b.mul(b.add(j0_, ir.Constant(_i64, 1)), ir.Constant(_i64, _QL))])
-        a = _splat(b, a_)
-        bb = _splat(b, b_)
-        zero = ir.Constant(_V, [0.0] * LANES)
-        inv, beg, ml, xl, yl, dg, sm, top = (_vload(b, stp, k) for k in (
-            _INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP))
-        sm_out = sm
-        tops = [zero, zero, zero]  # the chunk's maxima of m, x and y, from 0
-        for e in range(LANES):
-            base = e * _QL
-            w = _vload(b, wp, e * LANES)
-            c = _vload(b, cp, base + _QC)
-            d = _vload(b, cp, base + _QD)
-            mo = _vload(b, cp, base + _QM)
-            xo = _vload(b, cp, base + _QX)
-            yo = _vload(b, cp, base + _QY)
-            mn = b.fmul(w, b.fadd(beg, b.fmul(inv, dg)))
-            xn = b.fmul(inv, b.fadd(b.fmul(a, b.fadd(mo, yo)), b.fmul(bb, xo)))
-            yn = b.fadd(b.fmul(c, b.fadd(ml, xl)), b.fmul(d, yl))
-            _vstore(b, mn, cp, base + _QM)
-            _vstore(b, xn, cp, base + _QX)
-            _vstore(b, yn, cp, base + _QY)
-            dg = b.fadd(b.fadd(mo, xo), yo)
-            sm = b.fadd(sm, mn)
-            vals = (mn, xn, yn)
-            if tail:  # the row's sum and maximum stop at column j0 + n
-                keep = b.icmp_signed(">", n_, ir.Constant(_i64, e))
-                sm_out = b.select(keep, sm, sm_out)
-                vals = tuple(b.select(keep, v, zero) for v in vals)
-            else:
-                sm_out = sm
-            tops = [_vmax(b, v, t) for v, t in zip(vals, tops, strict=True)]
-            ml, xl, yl = mn, xn, yn
-        # max(t, m, x, y) in any order: the sequential ``v if v > t else t`` of the three per
-        # cell keeps the largest value but NaNs, and so do these (every chain starts >= 0)
-        for t in tops:
-            top = _vmax(b, t, top)
-        for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm_out), (_TOP, top)):
-            _vstore(b, v, stp, k)
+        vt = ir.VectorType(_f32, SWEEP_WIDTH)
+        for h in range(0, LANES, SWEEP_WIDTH):  # the lanes h .. h + SWEEP_WIDTH - 1
+            _sweep_lanes(b, vt, h, cp, wp, stp, n_, a_, b_, tail)
         return context.get_dummy_value()
 
     return codegen
+
+
+def _sweep_lanes(b, vt, h, cp, wp, stp, n_, a_, b_, tail):  # noqa: ANN001, ANN202, PLR0913
+    """IR: the chunk's 16 columns for the lanes ``h .. h + vt.count - 1`` (vectors ``vt``)."""
+
+    def load(ptr, off):  # noqa: ANN001, ANN202
+        return vload(b, ptr, off + h, lanes=vt.count, align=4)
+
+    def store(v, ptr, off):  # noqa: ANN001, ANN202
+        vstore(b, v, ptr, off + h, align=4)
+
+    a = splat(b, a_, vt)
+    bb = splat(b, b_, vt)
+    zero = ir.Constant(vt, [0.0] * vt.count)
+    inv, beg, ml, xl, yl, dg, sm, top = (load(stp, k) for k in (
+        _INV, _BEG, _ML, _XL, _YL, _DG, _SUM, _TOP))
+    sm_out = sm
+    tops = [zero, zero, zero]  # the chunk's maxima of m, x and y, from 0
+    for e in range(LANES):
+        base = e * _QL
+        w = load(wp, e * LANES)
+        c = load(cp, base + _QC)
+        d = load(cp, base + _QD)
+        mo = load(cp, base + _QM)
+        xo = load(cp, base + _QX)
+        yo = load(cp, base + _QY)
+        mn = b.fmul(w, b.fadd(beg, b.fmul(inv, dg)))
+        xn = b.fmul(inv, b.fadd(b.fmul(a, b.fadd(mo, yo)), b.fmul(bb, xo)))
+        yn = b.fadd(b.fmul(c, b.fadd(ml, xl)), b.fmul(d, yl))
+        store(mn, cp, base + _QM)
+        store(xn, cp, base + _QX)
+        store(yn, cp, base + _QY)
+        dg = b.fadd(b.fadd(mo, xo), yo)
+        sm = b.fadd(sm, mn)
+        vals = (mn, xn, yn)
+        if tail:  # the row's sum and maximum stop at column j0 + n
+            keep = b.icmp_signed(">", n_, ir.Constant(_i64, e))
+            sm_out = b.select(keep, sm, sm_out)
+            vals = tuple(b.select(keep, v, zero) for v in vals)
+        else:
+            sm_out = sm
+        tops = [_vmax(b, v, t) for v, t in zip(vals, tops, strict=True)]
+        ml, xl, yl = mn, xn, yn
+    # max(t, m, x, y) in any order: the sequential ``v if v > t else t`` of the three per
+    # cell keeps the largest value but NaNs, and so do these (every chain starts >= 0)
+    for t in tops:
+        top = _vmax(b, t, top)
+    for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm_out), (_TOP, top)):
+        store(v, stp, k)
 
 
 @intrinsic

@@ -27,8 +27,8 @@ sweep of the columns, in LLVM IR, the values of a column passing from row to row
 each row with its query-side gap costs (the target side costs nothing), so H and E go through
 memory once per ROWS rows; the same float32 operations per cell as ``_local_row``, so the same
 bits. When every lane is in the same query row (one query, or one profile, against many
-targets) a row's scores at a column are one ``vpermi2ps`` of the row's 32 table entries by the
-16 lanes' target codes (``_sweep_rows``, AVX-512F); otherwise :func:`homalign.dp.simd.
+targets) a row's scores at a column are one permute of the row's 32 table entries by the 16 lanes'
+target codes (``_sweep_rows``; :func:`homalign.dp.simd.permute32`, AVX-512 or AVX2); otherwise :func:`homalign.dp.simd.
 lookup_lanes16` writes the ROWS rows' scores of each lane, from its own query residue's row,
 to a buffer the sweep reads (``_group_rows``, ``_sweep_rows_packed``). For an integer-valued
 matrix and gap costs on an AVX-512BW host :func:`score_local_codes` runs the int8 / int16
@@ -55,6 +55,7 @@ from homalign.dp.simd import (
     column_loop,
     lookup_lanes16,
     pack_lanes16_at,
+    permute32,
     splat,
     vload,
     vmax,
@@ -529,7 +530,6 @@ def _rows_codegen(packed: bool):  # noqa: ANN202, C901
 
 
 def _rows_body(context, builder, signature, args, packed):  # noqa: ANN001, ANN202, PLR0915
-    from numba.core import cgutils
 
     tys = signature.args
     b = builder
@@ -546,8 +546,6 @@ def _rows_body(context, builder, signature, args, packed):  # noqa: ANN001, ANN2
         hb_, eb_, tv_, tab_, roffs_, costs_, t_, st_ = args
         hp, ep, tvp, tabp, rp, cp, stp = (data(k, v) for k, v in (
             (0, hb_), (1, eb_), (2, tv_), (3, tab_), (4, roffs_), (5, costs_), (7, st_)))
-        perm = cgutils.get_or_insert_function(
-            b.module, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
         rows = []
         for r in range(ROWS):
             base = b.gep(tabp, [b.load(b.gep(rp, [i64(r)]))])
@@ -571,7 +569,7 @@ def _rows_body(context, builder, signature, args, packed):  # noqa: ANN001, ANN2
             if packed:  # row r's scores: sb[(r * ts + j) * 16 + lane]
                 s_ = _vload(b, sp, b.mul(b.add(b.mul(i64(r), ts_), j), i64(LANES)))
             else:
-                s_ = b.call(perm, [rows[r][0], idx, rows[r][1]])
+                s_ = permute32(b, rows[r][0], rows[r][1], idx)
             m = b.fadd(_vmax(b, hd[r], zero), s_)
             e = _vmax(b, b.fsub(hu, c_io), b.fsub(eu, c_ie))
             tn = _vmax(b, m, e)
@@ -599,7 +597,7 @@ def _rows_body(context, builder, signature, args, packed):  # noqa: ANN001, ANN2
 def _sweep_rows(typingctx, hb, eb, tv, tab, roffs, costs, t, st):  # noqa: ANN001, ANN201, ARG001
     """ROWS query rows over columns 0 .. t-1 of 16 targets, every lane the same query row: row
     r's score at column j is ``tab[roffs[r] + c]`` with ``c`` the lane's target code ``tv[16 j +
-    lane]`` (one ``vpermi2ps`` of the row's 32 entries by the column's codes), its costs
+    lane]`` (one :func:`~homalign.dp.simd.permute32` of the row's 32 entries by the column's codes), its costs
     ``costs[4 r : 4 r + 4]`` = (go_i, ge_i, go_d, ge_d). ``hb``, ``eb``: H and E of the row
     above (float32, 16 per column; read, then written with the last row's); ``st``: the running
     best (float32 (16,)). The cells run :func:`_local_row`'s float32 operations in its order, so
@@ -830,7 +828,7 @@ def _profile_float32(P: np.ndarray, costs: tuple[np.ndarray, ...], tc: np.ndarra
     if PERMUTE_TABLE:
         roffs = np.arange(lq, dtype=np.int64) * CODE_TABLE
         _run_shared(table, roffs, lq * CODE_TABLE, *costs, tc, to, tl, order, scores)
-    else:  # no vpermi2ps: the rows' scores through lookup_lanes16's gathers
+    else:  # no register permutes: the rows' scores through lookup_lanes16's gathers
         _run_rows(table, tc[:0], np.zeros(n, np.int64), np.full(n, lq, np.int64), tc, to, tl,
                   order, *costs, True, scores)
     return scores

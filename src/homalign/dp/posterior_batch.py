@@ -66,7 +66,8 @@ at a time; a group runs as one DP whose cells are vectors of 16 lanes, one targe
 shorter targets padded with zero weights and gap factors (padded cells hold exact zeros, so a
 target's result is the same bits in any group, batch or thread count; no fast-math, no fused
 multiply-adds). A row is computed 16 columns at a time by :func:`_fw16` / :func:`_bw16`, LLVM IR
-on ``<16 x float>`` vectors (one AVX-512 register): the 16 targets' scores are read by address
+on ``<16 x float>`` vectors (one AVX-512 register; two halves of 8 lanes, one after the other,
+elsewhere: :data:`SWEEP_WIDTH`): the 16 targets' scores are read by address
 with masked loads and transposed in registers, the carried state (the previous column, running
 sums and maxima, the lanes' factors) stays in registers, the rows of ``m``, ``w``, x, y, B_M,
 B_I are lane-major (16 floats per column), and the posteriors are transposed back and written
@@ -102,6 +103,7 @@ from homalign.dp.simd import (
     FTZ_DAZ,
     array_data,
     get_mxcsr,
+    host_has,
     set_mxcsr,
     splat,
     transpose16,
@@ -164,12 +166,26 @@ _BD = _ML  # backward: B_D of the column right of the chunk
 _NSLOTS = 11
 
 
-def _fv(x: float) -> ir.Constant:
-    return ir.Constant(_V, [float(np.float32(x))] * LANES)
+def _fv(x: float, n: int = LANES) -> ir.Constant:
+    return ir.Constant(ir.VectorType(_f32, n), [float(np.float32(x))] * n)
 
 
-def _iv(x: int) -> ir.Constant:
-    return ir.Constant(_VI, [int(x)] * LANES)
+def _iv(x: int, n: int = LANES) -> ir.Constant:
+    return ir.Constant(ir.VectorType(_i32, n), [int(x)] * n)
+
+
+#: lanes the chunk kernels compute at once: the 16 on AVX-512; elsewhere two halves of 8, one
+#: after the other (the carried state as <16 x float> pairs overflows AVX2's sixteen registers);
+#: a lane's arithmetic is the same either way
+SWEEP_WIDTH = LANES if host_has("avx512f") else LANES // 2
+
+
+def _lanes(builder, v, h, n):  # noqa: ANN001, ANN202
+    """Elements ``h .. h + n - 1`` of the vector ``v`` (``v`` itself when that is all of it)."""
+    if n == v.type.count:
+        return v
+    return builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(_i32, n),
+                                                    list(range(h, h + n))))
 
 
 def _i(x: int) -> ir.Constant:
@@ -202,20 +218,23 @@ def _load_columns(builder, ap, lp, start):  # noqa: ANN001, ANN202
 
 
 def _ir_exp(builder, x):  # noqa: ANN001, ANN202
-    """float32 ``exp`` of 16 lanes (Cephes ``expf``, ~1 ulp): 0 below ``_LO`` (where the result
+    """float32 ``exp`` of a vector (Cephes ``expf``, ~1 ulp): 0 below ``_LO`` (where the result
     leaves float32's normal range; also for -inf and NaN), garbage above ``_HI`` (the caller
     rejects those scores)."""
     b = builder
-    t = b.fadd(b.fmul(x, _fv(_LOG2E)), _fv(_SHIFT))  # n = round(x / ln 2) in the low bits
-    n = b.fsub(t, _fv(_SHIFT))
-    r = b.fsub(b.fsub(x, b.fmul(n, _fv(_C1))), b.fmul(n, _fv(_C2)))
-    p = b.fadd(b.fmul(_fv(_P0), r), _fv(_P1))
+    w = x.type.count
+    fv = partial(_fv, n=w)
+    iv = partial(_iv, n=w)
+    t = b.fadd(b.fmul(x, fv(_LOG2E)), fv(_SHIFT))  # n = round(x / ln 2) in the low bits
+    n = b.fsub(t, fv(_SHIFT))
+    r = b.fsub(b.fsub(x, b.fmul(n, fv(_C1))), b.fmul(n, fv(_C2)))
+    p = b.fadd(b.fmul(fv(_P0), r), fv(_P1))
     for c in (_P2, _P3, _P4, _P5):
-        p = b.fadd(b.fmul(p, r), _fv(c))
-    p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), _fv(1.0))
-    k = b.sub(b.bitcast(t, _VI), _iv(int(_SHIFT_BITS) - 127))  # n + 127, in [1, 254]
-    e = b.fmul(p, b.bitcast(b.shl(k, _iv(23)), _V))  # p * 2**n
-    return b.select(b.fcmp_ordered(">=", x, _fv(_LO)), e, _fv(0.0))
+        p = b.fadd(b.fmul(p, r), fv(c))
+    p = b.fadd(b.fadd(b.fmul(p, b.fmul(r, r)), r), fv(1.0))
+    k = b.sub(b.bitcast(t, ir.VectorType(_i32, w)), iv(int(_SHIFT_BITS) - 127))  # n + 127
+    e = b.fmul(p, b.bitcast(b.shl(k, iv(23)), x.type))  # p * 2**n
+    return b.select(b.fcmp_ordered(">=", x, fv(_LO)), e, fv(0.0))
 
 
 @intrinsic
@@ -231,6 +250,51 @@ def _exp16(typingctx, src, soff, dst, doff):  # noqa: ANN001, ANN201, ARG001
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _fw_lanes(b, h, scores, fptr, wptr, j0_, fp_, fc_, ec_, xp_, xc_, yp_, yc_, cdo_, sto_):  # noqa: ANN001, ANN202, PLR0913
+    """IR of :func:`_fw16` for the lanes ``h ..`` (``scores``: the 16 columns' scores of those
+    lanes, vectors of SWEEP_WIDTH)."""
+    n = scores[0].type.count
+    fv = partial(_fv, n=n)
+
+    def load(ptr, off):  # noqa: ANN001, ANN202
+        return vload(b, ptr, b.add(off, _i(h)), lanes=n, align=4)
+
+    def store(v, ptr, off):  # noqa: ANN001, ANN202
+        vstore(b, v, ptr, b.add(off, _i(h)), align=4)
+
+    def slot(k):  # noqa: ANN001, ANN202
+        return b.add(sto_, _i(k * LANES))
+
+    inv, beg, a, bb = (load(wptr, slot(k)) for k in (_INV, _BEG, _A, _B))
+    ml, xl, yl, dg, sm, top, chk = (load(wptr, slot(k))
+                                    for k in (_ML, _XL, _YL, _DG, _SUM, _TOP, _CHK))
+    for e in range(LANES):
+        col = b.mul(b.add(j0_, _i(e + 1)), _i(LANES))
+        s = scores[e]
+        chk = b.fadd(chk, b.select(b.fcmp_ordered("<=", s, fv(_HI)), fv(0.0), fv(1.0)))
+        w = _ir_exp(b, s)
+        mo = load(fptr, b.add(fp_, col))
+        xo = load(wptr, b.add(xp_, col))
+        yo = load(wptr, b.add(yp_, col))
+        cd = b.add(cdo_, b.add(col, col))
+        c = load(wptr, cd)
+        d = load(wptr, b.add(cd, _i(LANES)))
+        mn = b.fmul(w, b.fadd(beg, b.fmul(inv, dg)))
+        xn = b.fmul(inv, b.fadd(b.fmul(a, b.fadd(mo, yo)), b.fmul(bb, xo)))
+        yn = b.fadd(b.fmul(c, b.fadd(ml, xl)), b.fmul(d, yl))
+        store(mn, fptr, b.add(fc_, col))
+        store(w, fptr, b.add(ec_, col))
+        store(xn, wptr, b.add(xc_, col))
+        store(yn, wptr, b.add(yc_, col))
+        dg = b.fadd(b.fadd(mo, xo), yo)
+        sm = b.fadd(sm, mn)
+        top = _vmax(b, yn, _vmax(b, xn, _vmax(b, mn, top)))
+        ml, xl, yl = mn, xn, yn
+    for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm), (_TOP, top),
+                 (_CHK, chk)):
+        store(v, wptr, slot(k))
 
 
 @intrinsic
@@ -256,40 +320,67 @@ def _fw16(typingctx, F, W, addrs, lens, j0, fp, fc, ec, xp, xc, yp, yc, cdo, sto
         scores = _load_columns(b, _data(context, b, tys[2], a_), _data(context, b, tys[3], l_),
                                j0_)
 
-        def slot(k):  # noqa: ANN001, ANN202
-            return b.add(sto_, _i(k * LANES))
-
-        inv, beg, a, bb = (_vload(b, wptr, slot(k)) for k in (_INV, _BEG, _A, _B))
-        ml, xl, yl, dg, sm, top, chk = (_vload(b, wptr, slot(k))
-                                        for k in (_ML, _XL, _YL, _DG, _SUM, _TOP, _CHK))
-        for e in range(LANES):
-            col = b.mul(b.add(j0_, _i(e + 1)), _i(LANES))
-            s = scores[e]
-            chk = b.fadd(chk, b.select(b.fcmp_ordered("<=", s, _fv(_HI)), _fv(0.0), _fv(1.0)))
-            w = _ir_exp(b, s)
-            mo = _vload(b, fptr, b.add(fp_, col))
-            xo = _vload(b, wptr, b.add(xp_, col))
-            yo = _vload(b, wptr, b.add(yp_, col))
-            cd = b.add(cdo_, b.add(col, col))
-            c = _vload(b, wptr, cd)
-            d = _vload(b, wptr, b.add(cd, _i(LANES)))
-            mn = b.fmul(w, b.fadd(beg, b.fmul(inv, dg)))
-            xn = b.fmul(inv, b.fadd(b.fmul(a, b.fadd(mo, yo)), b.fmul(bb, xo)))
-            yn = b.fadd(b.fmul(c, b.fadd(ml, xl)), b.fmul(d, yl))
-            _vstore(b, mn, fptr, b.add(fc_, col))
-            _vstore(b, w, fptr, b.add(ec_, col))
-            _vstore(b, xn, wptr, b.add(xc_, col))
-            _vstore(b, yn, wptr, b.add(yc_, col))
-            dg = b.fadd(b.fadd(mo, xo), yo)
-            sm = b.fadd(sm, mn)
-            top = _vmax(b, yn, _vmax(b, xn, _vmax(b, mn, top)))
-            ml, xl, yl = mn, xn, yn
-        for k, v in ((_ML, ml), (_XL, xl), (_YL, yl), (_DG, dg), (_SUM, sm), (_TOP, top),
-                     (_CHK, chk)):
-            _vstore(b, v, wptr, slot(k))
+        for h in range(0, LANES, SWEEP_WIDTH):  # lanes h .. h + SWEEP_WIDTH - 1
+            _fw_lanes(b, h, [_lanes(b, v, h, SWEEP_WIDTH) for v in scores], fptr, wptr, j0_,
+                      fp_, fc_, ec_, xp_, xc_, yp_, yc_, cdo_, sto_)
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _bw_lanes(b, h, n, fptr, wptr, lptr, pfp, j0_, fn_, en_, mn_o, in_o, mc_o, ic_o, cdo_, sto_,  # noqa: ANN001, ANN202, PLR0913, E501
+              mode_):
+    """IR of :func:`_bw16`'s recurrences for the lanes ``h .. h + n - 1``: their posteriors
+    of the 16 columns (vectors of ``n``)."""
+    fv = partial(_fv, n=n)
+
+    def load(ptr, off):  # noqa: ANN001, ANN202
+        return vload(b, ptr, b.add(off, _i(h)), lanes=n, align=4)
+
+    def store(v, ptr, off):  # noqa: ANN001, ANN202
+        vstore(b, v, ptr, b.add(off, _i(h)), align=4)
+
+    def slot(k):  # noqa: ANN001, ANN202
+        return b.add(sto_, _i(k * LANES))
+
+    f1, f2, g = (load(pfp, _i(k * LANES)) for k in range(3))
+    lensv = b.trunc(load(lptr, _i(0)), ir.VectorType(_i32, n))
+    inv, ew, a, bb, bdn, top = (load(wptr, slot(k)) for k in (_INV, _EW, _A, _B, _BD, _TOP))
+    zero = fv(0.0)
+    local = b.icmp_signed("==", mode_, _i(0))
+    last_col = b.icmp_signed("==", mode_, _i(2))
+    posts = [None] * LANES
+    for e in range(LANES - 1, -1, -1):
+        J = b.add(j0_, _i(e))
+        col = b.mul(J, _i(LANES))
+        colp = b.add(col, _i(LANES))
+        w = load(fptr, b.add(en_, colp))  # weight of (r, J) -> (r + 1, J + 1)
+        bmo = load(wptr, b.add(mn_o, colp))
+        bio = load(wptr, b.add(in_o, col))
+        tm = b.fmul(w, bmo)
+        v = b.fmul(inv, b.fadd(tm, b.fmul(a, bio)))
+        vi = b.fmul(inv, b.fadd(tm, b.fmul(bb, bio)))
+        Jv = splat(b, J, ir.VectorType(_i32, n))
+        emask = b.select(last_col, b.icmp_signed("==", Jv, lensv),
+                         b.icmp_signed("<=", Jv, lensv))
+        em = b.select(emask, ew, zero)
+        eg = b.select(local, zero, em)
+        cd = b.add(cdo_, b.add(colp, colp))
+        c = load(wptr, cd)
+        d = load(wptr, b.add(cd, _i(LANES)))
+        t = b.fmul(c, bdn)
+        bm = b.fadd(b.fadd(v, em), t)
+        bi = b.fadd(b.fadd(vi, eg), t)
+        bd = b.fadd(b.fadd(v, eg), b.fmul(d, bdn))
+        store(bm, wptr, b.add(mc_o, col))
+        store(bi, wptr, b.add(ic_o, col))
+        top = _vmax(b, bd, _vmax(b, bi, _vmax(b, bm, top)))
+        bdn = bd
+        m = load(fptr, b.add(fn_, colp))
+        posts[e] = b.fmul(b.fmul(b.fmul(m, f1), b.fmul(bmo, f2)), g)
+    store(bdn, wptr, slot(_BD))
+    store(top, wptr, slot(_TOP))
+    return posts
 
 
 @intrinsic
@@ -319,48 +410,11 @@ def _bw16(typingctx, F, W, lens, j0, fn, en, mn_, in_, mc, ic, cdo, sto, pf, oad
         lptr = _data(context, b, tys[2], l_)
         optr = _data(context, b, tys[13], oa_)
         pfp = _data(context, b, tys[12], pf_)
-        f1, f2, g = (_vload(b, pfp, _i(k * LANES)) for k in range(3))
-        lensv = b.trunc(_vload(b, lptr, _i(0)), _VI)
-
-        def slot(k):  # noqa: ANN001, ANN202
-            return b.add(sto_, _i(k * LANES))
-
-        inv, ew, a, bb, bdn, top = (_vload(b, wptr, slot(k))
-                                    for k in (_INV, _EW, _A, _B, _BD, _TOP))
-        zero = _fv(0.0)
-        local = b.icmp_signed("==", mode_, _i(0))
-        last_col = b.icmp_signed("==", mode_, _i(2))
-        posts = [None] * LANES
-        for e in range(LANES - 1, -1, -1):
-            J = b.add(j0_, _i(e))
-            col = b.mul(J, _i(LANES))
-            colp = b.add(col, _i(LANES))
-            w = _vload(b, fptr, b.add(en_, colp))  # weight of (r, J) -> (r + 1, J + 1)
-            bmo = _vload(b, wptr, b.add(mn_o, colp))
-            bio = _vload(b, wptr, b.add(in_o, col))
-            tm = b.fmul(w, bmo)
-            v = b.fmul(inv, b.fadd(tm, b.fmul(a, bio)))
-            vi = b.fmul(inv, b.fadd(tm, b.fmul(bb, bio)))
-            Jv = _splat_i32(b, J)
-            emask = b.select(last_col, b.icmp_signed("==", Jv, lensv),
-                             b.icmp_signed("<=", Jv, lensv))
-            em = b.select(emask, ew, zero)
-            eg = b.select(local, zero, em)
-            cd = b.add(cdo_, b.add(colp, colp))
-            c = _vload(b, wptr, cd)
-            d = _vload(b, wptr, b.add(cd, _i(LANES)))
-            t = b.fmul(c, bdn)
-            bm = b.fadd(b.fadd(v, em), t)
-            bi = b.fadd(b.fadd(vi, eg), t)
-            bd = b.fadd(b.fadd(v, eg), b.fmul(d, bdn))
-            _vstore(b, bm, wptr, b.add(mc_o, col))
-            _vstore(b, bi, wptr, b.add(ic_o, col))
-            top = _vmax(b, bd, _vmax(b, bi, _vmax(b, bm, top)))
-            bdn = bd
-            m = _vload(b, fptr, b.add(fn_, colp))
-            posts[e] = b.fmul(b.fmul(b.fmul(m, f1), b.fmul(bmo, f2)), g)
-        _vstore(b, bdn, wptr, slot(_BD))
-        _vstore(b, top, wptr, slot(_TOP))
+        halves = [_bw_lanes(b, h, SWEEP_WIDTH, fptr, wptr, lptr, pfp, j0_, fn_, en_, mn_o, in_o,
+                            mc_o, ic_o, cdo_, sto_, mode_) for h in range(0, LANES, SWEEP_WIDTH)]
+        posts = [halves[0][e] if len(halves) == 1 else b.shuffle_vector(
+            halves[0][e], halves[1][e], ir.Constant(_VI, list(range(LANES))))
+            for e in range(LANES)]
         # P of row r + 1, columns J + 1 = j0 + 1 .. j0 + 16 -> target columns J (J < len)
         rows = transpose16(b, posts)
         ptr_t = _f32.as_pointer()

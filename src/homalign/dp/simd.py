@@ -4,8 +4,8 @@ numba has no vector types and LLVM's vectorisers do not turn a transposition or 
 lookup into shuffles. These intrinsics emit them directly (LLVM IR through llvmlite):
 :func:`pack_lanes16` (and ``pack_lanes16_at``, reading by address) fills 16 columns of a
 lane-major buffer from 16 row segments (masked loads, a 16 x 16 transpose in four shuffle
-stages) and multiplies each column by a table lookup (``vpermi2ps`` on AVX-512, a masked
-gather elsewhere); :func:`lookup_lanes16` fills them from 16 per-lane table rows indexed by
+stages) and multiplies each column by a table lookup (:func:`permute32`: ``vpermi2ps`` on
+AVX-512, four ``vpermps`` and three blends on AVX2, a masked gather elsewhere); :func:`lookup_lanes16` fills them from 16 per-lane table rows indexed by
 per-lane codes (a substitution matrix row per query residue, the target's codes). Values are
 moved, or multiplied once in float32, so the results are bit-identical to the scalar loops they
 replace (tests check it).
@@ -23,7 +23,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "V16B", "V16F", "V16I", "array_data", "column_loop",
-           "get_mxcsr", "host_has", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at",
+           "get_mxcsr", "host_has", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at", "permute32",
            "set_mxcsr", "splat", "transpose16", "vload", "vmax", "vstore"]
 
 _N = 16
@@ -33,7 +33,7 @@ FTZ_DAZ = 0x8040
 ~100 cycles for an instruction that meets a subnormal float; probability-space DP tails meet them
 all the time. A kernel sets them with :func:`set_mxcsr` and restores the old value before
 returning (nothing that can raise in between)."""
-TABLE = 32  # entries of the lookup table per row (vpermi2ps: two registers of 16)
+TABLE = 32  # entries of the lookup table per row (permute32: two vectors of 16)
 
 
 def host_has(*features: str) -> bool:
@@ -49,8 +49,11 @@ def host_has(*features: str) -> bool:
     return all(bool(have.get(f, False)) for f in features)
 
 
-#: whether pack_lanes16 looks the table up with vpermi2ps (else a masked gather)
-PERMUTE_TABLE = host_has("avx512f")
+#: whether a 32-entry table lookup is register permutes (:func:`permute32`: AVX-512 or AVX2)
+#: rather than a masked gather (LLVM scalarises a gather on AMD cores: 16 extracts, loads and
+#: inserts, which made the AVX2 forward's packing cost more than its recurrences)
+_AVX512 = host_has("avx512f")
+PERMUTE_TABLE = _AVX512 or host_has("avx2")
 
 _f32 = ir.FloatType()
 _i32 = ir.IntType(32)
@@ -102,6 +105,37 @@ def vmax(builder, v, t):  # noqa: ANN001, ANN201
     """``v if v > t else t`` per lane (``t`` where either is NaN), as the scalar kernels write
     it."""
     return builder.select(builder.fcmp_ordered(">", v, t), v, t)
+
+
+def permute32(builder, lo, hi, idx):  # noqa: ANN001, ANN201
+    """IR: the 16 values ``table[idx[u]]`` of a 32-entry float32 table held in two
+    ``<16 x float>`` vectors ``lo`` (entries 0-15) and ``hi`` (16-31), ``idx`` a ``<16 x i32>``
+    of values below 32 (only where :data:`PERMUTE_TABLE`). AVX-512: one ``vpermi2ps``. AVX2:
+    per half of 8 lanes, ``vpermps`` of each quarter of the table by the index's low three bits,
+    then two selects by bit 3 and one by bit 4. Values are moved, never computed."""
+    mod = builder.module
+    if _AVX512:
+        perm = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
+        return builder.call(perm, [lo, idx, hi])
+    v8, i8 = ir.VectorType(_f32, 8), ir.VectorType(_i32, 8)
+    perm = cgutils.get_or_insert_function(mod, ir.FunctionType(v8, [v8, i8]),
+                                          "llvm.x86.avx2.permps")
+
+    def half(v, h):  # noqa: ANN001, ANN202
+        return builder.shuffle_vector(v, v, ir.Constant(i8, list(range(8 * h, 8 * h + 8))))
+
+    quarters = [half(lo, 0), half(lo, 1), half(hi, 0), half(hi, 1)]
+    zero = ir.Constant(i8, [0] * 8)
+    out = []
+    for h in range(2):
+        ix = half(idx, h)
+        p = [builder.call(perm, [t, ix]) for t in quarters]
+        b3 = builder.icmp_signed("!=", builder.and_(ix, ir.Constant(i8, [8] * 8)), zero)
+        b4 = builder.icmp_signed("!=", builder.and_(ix, ir.Constant(i8, [16] * 8)), zero)
+        out.append(builder.select(b4, builder.select(b3, p[3], p[2]),
+                                  builder.select(b3, p[1], p[0])))
+    return builder.shuffle_vector(out[0], out[1], ir.Constant(_VI, list(range(_N))))
 
 
 def column_loop(builder, name, start, stop, step, carry_in, column):  # noqa: ANN001, ANN201, PLR0913
@@ -216,8 +250,6 @@ def _pack_codegen(by_address: bool):  # noqa: ANN202
             rows.append(builder.call(mload, [p, ir.Constant(_i32, 4), mask, fillv]))
         cols = transpose16(builder, rows)
         if PERMUTE_TABLE:
-            perm = cgutils.get_or_insert_function(
-                mod, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
             t_lo = builder.load(builder.bitcast(tptr, _V.as_pointer()), align=4)
             t_hi = builder.load(builder.bitcast(builder.gep(tptr, [ir.Constant(_i64, _N)]),
                                                 _V.as_pointer()), align=4)
@@ -230,7 +262,7 @@ def _pack_codegen(by_address: bool):  # noqa: ANN202
             ip = builder.gep(cptr, [builder.add(coff_, ir.Constant(_i64, e * _N))])
             idx = builder.load(builder.bitcast(ip, _VI.as_pointer()), align=4)
             if PERMUTE_TABLE:
-                tv = builder.call(perm, [t_lo, idx, t_hi])
+                tv = permute32(builder, t_lo, t_hi, idx)
             else:
                 g = _VecGEP(builder.block, tptr, idx, name="tab")
                 builder._insert(g)
@@ -273,7 +305,7 @@ def lookup_lanes16(typingctx, dst, doff, dstride, table, rows, codes, starts, le
     codes[starts[u] + j0 + e]`` if ``j0 + e < lens[u]`` else ``pad`` (that code not read).
 
     A per-lane row of TABLE (32) entries of ``table`` (float32) indexed by the lane's codes
-    (int32, < 32): ``vpermi2ps`` per lane on AVX-512 (a masked gather elsewhere), then the 16 x 16
+    (int32, < 32): :func:`permute32` per lane (a masked gather without AVX2), then the 16 x 16
     transpose into lane-major columns. ``rows``: int32 (16,) offsets into ``table``;
     ``starts``/``lens``: int64 (16,); ``j0``: int64; ``pad``: int32.
     """
@@ -296,10 +328,7 @@ def lookup_lanes16(typingctx, dst, doff, dstride, table, rows, codes, starts, le
         padv = builder.shuffle_vector(
             builder.insert_element(undef_vi, pad_, ir.Constant(_i32, 0)), undef_vi, splat0)
         iota = ir.Constant(_VI, list(range(_N)))
-        if PERMUTE_TABLE:
-            perm = cgutils.get_or_insert_function(
-                mod, ir.FunctionType(_V, [_V, _VI, _V]), "llvm.x86.avx512.vpermi2var.ps.512")
-        else:
+        if not PERMUTE_TABLE:
             gather = cgutils.get_or_insert_function(
                 mod, ir.FunctionType(_V, [ir.VectorType(tptr.type, _N), _i32, _VB, _V]),
                 "llvm.masked.gather.v16f32.v16p0")
@@ -326,7 +355,7 @@ def lookup_lanes16(typingctx, dst, doff, dstride, table, rows, codes, starts, le
                 lo = builder.load(builder.bitcast(rp, _V.as_pointer()), align=4)
                 hi = builder.load(builder.bitcast(builder.gep(rp, [ir.Constant(_i64, _N)]),
                                                   _V.as_pointer()), align=4)
-                vals.append(builder.call(perm, [lo, c, hi]))
+                vals.append(permute32(builder, lo, hi, c))
             else:
                 g = _VecGEP(builder.block, rp, c, name="tab")
                 builder._insert(g)

@@ -12,7 +12,9 @@ The product is a register-tiled kernel in LLVM IR (numba intrinsics, as the DP k
 (d, 32) panel, :data:`PANELS` panels at a time, and each tile of 4 rows by 32 columns keeps
 eight ``<16 x float>`` accumulators in registers while ``k`` runs over the d dimensions (per
 step two panel loads, four broadcasts of ``A`` and eight ``llvm.fma``); the tile's ``exp`` is
-taken in registers before it is stored. Every output element is the same chain
+taken in registers before it is stored. Without AVX-512 a ``<16 x float>`` is two 8-lane
+registers and the 4-row tile's accumulators alone fill all 16, so a tile is 2 rows there (its
+product a third faster on an AVX2 EPYC; the same bits, each element's chain is the same). Every output element is the same chain
 ``fma(A[i, d-1], E[j, d-1], ... fma(A[i, 0], E[j, 0], 0))`` whatever tile or batch it falls
 in (a column tail is zero-padded in the panel and masked at the store), so a target's scores
 never depend on the other targets: one call covers them all (the same bits as OpenBLAS's
@@ -34,7 +36,7 @@ from numba.extending import intrinsic
 from homalign.dp.simd import V16B as _VB
 from homalign.dp.simd import V16F as _V
 from homalign.dp.simd import V16I as _VI
-from homalign.dp.simd import array_data, splat
+from homalign.dp.simd import array_data, host_has, splat
 
 __all__ = ["EXP_MAX", "EXP_MIN", "bilinear_exp", "exp_inplace"]
 
@@ -112,7 +114,7 @@ def _exp_codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
     return context.get_dummy_value()
 
 
-ROWS = 4  # rows of a product tile
+ROWS = 4 if host_has("avx512f") else 2  # rows of a product tile (see the module docstring)
 COLS = 32  # columns of a product tile (two vectors of 16): the panel's width
 
 
@@ -179,9 +181,9 @@ def _tile_intrinsic(rows: int, exp: bool):  # noqa: ANN202
     return intrinsic(typer)
 
 
-_tile4 = _tile_intrinsic(ROWS, False)
+_tileR = _tile_intrinsic(ROWS, False)
 _tile1 = _tile_intrinsic(1, False)
-_tile4_exp = _tile_intrinsic(ROWS, True)
+_tileR_exp = _tile_intrinsic(ROWS, True)
 _tile1_exp = _tile_intrinsic(1, True)
 
 
@@ -211,19 +213,19 @@ def _product(A, E, out, lq, d, n, exp):  # noqa: ANN001, ANN201, PLR0913
                     panels[base + k * COLS + c] = 0.0
         i = 0
         while i < lq:  # tiles of ROWS rows, then single rows for the rest
-            four = i + ROWS <= lq
+            full = i + ROWS <= lq
             for p in range(used):
                 panel = panels[p * size:(p + 1) * size]
                 j = j0 + p * COLS
-                if four and exp:
-                    _tile4_exp(A, panel, out, i, j, d, n)
-                elif four:
-                    _tile4(A, panel, out, i, j, d, n)
+                if full and exp:
+                    _tileR_exp(A, panel, out, i, j, d, n)
+                elif full:
+                    _tileR(A, panel, out, i, j, d, n)
                 elif exp:
                     _tile1_exp(A, panel, out, i, j, d, n)
                 else:
                     _tile1(A, panel, out, i, j, d, n)
-            i += ROWS if four else 1
+            i += ROWS if full else 1
 
 
 @intrinsic
