@@ -173,6 +173,20 @@ def test_cli_refuses_iterative_msa_and_lists_every_value(capsys):
         homalign.align("HEAGAWGHEE", "PAWHEAE", method="pssm", pssm_kind="frequency")
 
 
+def test_inclusion_evalue_without_an_msa_round_is_refused(capsys, query):
+    """It sets which hits join an MSA round; with no round it would change nothing."""
+    with pytest.raises(ValueError, match="inclusion_evalue applies to msa=iterative"):
+        homalign.align(query, query, method="pssm", inclusion_evalue=0.01)
+    with pytest.raises(ValueError, match="inclusion_evalue applies to msa=iterative"):
+        homalign.search(query, _ex("db.fa"), "hmm", inclusion_evalue=0.01)
+    rc, out, err = _search_cli(capsys, _ex("query.fa"), _ex("db.fa"), "--method", "pssm",
+                               "--inclusion-evalue", "0.01")
+    assert rc == 2 and not out and "--iterations N" in err
+    pair = homalign.align(query, query, method="pssm", msa="iterative:1", db=_ex("db.fa"),
+                          inclusion_evalue=0.01)
+    assert pair.score > 0
+
+
 # --- 9: a file of the wrong kind says what it is ----------------------------------------------
 def test_messages_name_the_file_kind(capsys, tmp_path):
     hhm = tmp_path / "q.hhm"

@@ -64,6 +64,11 @@ def _not_a_model(path: Path) -> None:
 
 def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> tuple[str, str]:
     """(kind, argument): kind is "single", "file", "hhm" or "iterative"."""
+    msa = str(options.get("msa") or "single")
+    iterative = msa == "iterative" or msa.startswith("iterative:")
+    if not iterative and options.get("inclusion_evalue") is not None:
+        raise ValueError(f"inclusion_evalue applies to msa=iterative:N (search: --iterations N), "
+                         f"not msa={msa!r}: no MSA is built")
     if role in ("query", "target"):
         hhm = options.get(f"{role}_hhm")
         if hhm and options.get(f"{role}_msa"):
@@ -75,17 +80,17 @@ def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> 
             if Path(msa_file).is_dir():
                 return _from_directory(seq, Path(msa_file))
             return ("file", str(msa_file))
-    msa = str(options.get("msa") or "single")
     if msa == "single":
         return ("single", "")
-    if msa == "iterative" or msa.startswith("iterative:"):
+    if iterative:
         n = msa.partition(":")[2] or "3"
         if not n.isdigit() or int(n) < 1:
             raise ValueError(f"msa={msa!r}: the number of iterations must be a positive integer")
         db = options.get("db")
         if not db:
             raise ValueError(f"msa={msa!r} needs a sequence database: pass db=FASTA")
-        return ("iterative", f"{int(n)}|{db}|{options.get('inclusion_evalue', 1e-3)}")
+        inc = options.get("inclusion_evalue")
+        return ("iterative", f"{int(n)}|{db}|{1e-3 if inc is None else inc}")
     path = Path(msa)
     if path.is_dir():
         return _from_directory(seq, path)
