@@ -12,6 +12,14 @@ fi
 # range satisfied, installs no other (a newer release here is a multi-GB CUDA build).
 TORCH_CPU=${HOMALIGN_TORCH:-torch==2.13.0}
 stamp=.venv/.homalign-installed
+# numba's cache checks only each compiled function's own source file, so a change to a kernel
+# another module calls or inlines (the IR blocks of dp/simd.py, say) would leave stale compiled
+# code behind: when any numba source changes, drop every cached kernel and compile afresh
+kernels=$(grep -rl --include='*.py' numba src/homalign | sort | xargs cat | sha256sum | cut -c1-16)
+if [ "$(cat .venv/.homalign-kernels 2>/dev/null)" != "$kernels" ]; then
+    find src -name '*.nbi' -delete -o -name '*.nbc' -delete
+    rm -f "$stamp"
+fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q "$TORCH_CPU"
@@ -36,6 +44,7 @@ q = encode("W" * 40); ungapped_scores(q, q, np.array([0, 40]), np.array([0]))'
     fi
     rm -rf "$warm"
     touch "$stamp"
+    echo "$kernels" > .venv/.homalign-kernels
 fi
 # byte-compile the package (only what changed): under PYTHONDONTWRITEBYTECODE every homalign
 # process would otherwise compile its ~100 modules from source, ~0.1 s of each start

@@ -5,10 +5,11 @@ lookup into shuffles. These intrinsics emit them directly (LLVM IR through llvml
 :func:`pack_lanes16` (and ``pack_lanes16_at``, reading by address) fills 16 columns of a
 lane-major buffer from 16 row segments (masked loads, a 16 x 16 transpose in four shuffle
 stages) and multiplies each column by a table lookup (:func:`permute32`: ``vpermi2ps`` on
-AVX-512, four ``vpermps`` and three blends on AVX2, a masked gather elsewhere); :func:`lookup_lanes16` fills them from 16 per-lane table rows indexed by
-per-lane codes (a substitution matrix row per query residue, the target's codes). Values are
-moved, or multiplied once in float32, so the results are bit-identical to the scalar loops they
-replace (tests check it).
+AVX-512, four ``vpermps`` and three selects on AVX2, a masked gather elsewhere);
+:func:`lookup_lanes16` fills them from 16 per-lane table rows indexed by per-lane codes (a
+substitution matrix row per query residue, the target's codes). Values are moved, or multiplied
+once in float32, so the results are bit-identical to the scalar loops they replace (tests check
+it).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "V16B", "V16F", "V16I", "array_data", "column_loop",
-           "get_mxcsr", "host_has", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at", "permute32",
-           "set_mxcsr", "splat", "transpose16", "vload", "vmax", "vstore"]
+           "get_mxcsr", "host_has", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at",
+           "permute32", "set_mxcsr", "splat", "transpose16", "vload", "vmax", "vstore"]
 
 _N = 16
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
