@@ -57,6 +57,23 @@ def test_renderings():
     assert "Query  1     ACDEFG  6" in text and "Sbjct  1     AC-EFG  5" in text
 
 
+def test_a_global_alignment_is_shown_end_to_end(tmp_path):
+    """nw's pair display holds both sequences whole and counts the end gaps (needle's view);
+    a local alignment shows its aligned region."""
+    import homalign
+
+    nw = homalign.align("AAAHEAGAWGHEE", "HEAGAWGHEEKK", method="nw")
+    text = format_pair(nw)
+    assert "gaps=5/15" in text
+    assert "Query  1     AAAHEAGAWGHEE--  13" in text and "Sbjct  1     ---HEAGAWGHEEKK  12" in text
+    sw = homalign.align("AAAHEAGAWGHEE", "HEAGAWGHEEKK", method="sw")
+    assert "gaps=0/10" in format_pair(sw) and "Query  4     HEAGAWGHEE  13" in format_pair(sw)
+    db = tmp_path / "db.fa"
+    db.write_text(">t\nHEAGAWGHEEKK\n")
+    hits = homalign.search("AAAHEAGAWGHEE", db, "nw", evalue=1e9)
+    assert hits and hits[0].alignment.extra["mode"] == "global"
+
+
 def _gapped_by_walking(a: Alignment, full: bool) -> tuple[str, str]:
     """The gapped rows column by column (reference for the array version)."""
     q, t = a.query, a.target

@@ -30,8 +30,11 @@ def format_pair(aln: Alignment, width: int = 60, *, score: float | None = None,
                 query_id: str | None = None, target_id: str | None = None) -> str:
     """A BLAST-like pairwise display of the aligned region. A search hit passes its own
     ``score`` (the ranking score, as in tab and JSON output), ``evalue``, ``bits`` and ids; where
-    its score is not the alignment's, the alignment's follows as ``aln_score``."""
-    qa, ta = aln.gapped()
+    its score is not the alignment's, the alignment's follows as ``aln_score``. A global
+    alignment (``extra["mode"]``) is shown end to end, its end gaps counted, as needle shows
+    one."""
+    full = aln.extra.get("mode") == "global"
+    qa, ta = aln.gapped(full=full)
     cols = len(qa)
     n_gaps = qa.count("-") + ta.count("-")
     ev = aln.evalue if evalue is None else evalue
@@ -57,7 +60,7 @@ def format_pair(aln: Alignment, width: int = 60, *, score: float | None = None,
     if not cols:
         return "\n".join(head + ["# no alignment"]) + "\n"
     mid = _midline(qa, ta)
-    qi, ti = aln.query_span[0], aln.target_span[0]
+    qi, ti = (0, 0) if full else (aln.query_span[0], aln.target_span[0])
     lines = head + [""]
     for s in range(0, cols, width):
         qs, ts, ms = qa[s:s + width], ta[s:s + width], mid[s:s + width]

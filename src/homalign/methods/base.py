@@ -258,7 +258,7 @@ def dp_method(
         res = dp_align(ps.S, ps.gaps, mode=ps.mode)
         return Alignment(
             query_id=query.id, target_id=target.id, query=query.residues, target=target.residues,
-            pairs=res.pairs, score=float(res.score), method=name,
+            pairs=res.pairs, score=float(res.score), method=name, extra={"mode": ps.mode},
         )
 
     return Method(name, kind, description, align, prepare, score, defaults=defaults,

@@ -53,7 +53,8 @@ def _hits_aligner(name: str, mode: str):
         res = align_codes([query.codes] * len(targets), [t.codes for t in targets],
                           substitution_matrix(matrix), gap_open, gap_extend, mode)
         return [Alignment(query_id=query.id, target_id=t.id, query=query.residues,
-                          target=t.residues, pairs=r.pairs, score=float(r.score), method=name)
+                          target=t.residues, pairs=r.pairs, score=float(r.score), method=name,
+                          extra={"mode": mode})
                 for t, r in zip(targets, res, strict=True)]
 
     return align_hits
