@@ -185,6 +185,17 @@ def test_inclusion_evalue_without_an_msa_round_is_refused(capsys, query):
     pair = homalign.align(query, query, method="pssm", msa="iterative:1", db=_ex("db.fa"),
                           inclusion_evalue=0.01)
     assert pair.score > 0
+    # the paths that read no MSA source: a query model, hhalign without msa=, one search round
+    with pytest.raises(ValueError, match="inclusion_evalue applies to msa=iterative"):
+        homalign.align(query, query, method="hmm", query_hmm=_ex("C2.hmm"),
+                       inclusion_evalue=0.01)
+    with pytest.raises(ValueError, match="inclusion_evalue applies to msa=iterative"):
+        homalign.align(query, query, method="hhalign", inclusion_evalue=0.01)
+    from homalign.search.iterative import iterative_search
+
+    with pytest.raises(ValueError, match="one round builds no MSA"):
+        iterative_search(query, _ex("db.fa"), 1, "pssm", inclusion_evalue=0.01)
+    assert iterative_search(query, _ex("db.fa"), 1, "pssm", evalue=1e-3)
 
 
 # --- 9: a file of the wrong kind says what it is ----------------------------------------------

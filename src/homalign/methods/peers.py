@@ -212,6 +212,9 @@ def hhalign_align(query: Sequence, target: Sequence, *, query_a3m: str | Path | 
     With ``msa=...`` (e.g. ``"iterative:3"`` and ``db=``) hhalign gets exactly the MSA files the
     profile methods use (``homalign.profile.sources.a3m_path``), so the comparison is fair.
     """
+    from homalign.profile.sources import check_inclusion_evalue
+
+    check_inclusion_evalue({"msa": msa, **options})
     if msa not in (None, "single") and (query_a3m is None or target_a3m is None):
         from homalign.profile.sources import a3m_path
 

@@ -48,7 +48,12 @@ from homalign.methods.base import Method, Option, PairScores
 from homalign.profile.hmm import ProfileHMM, pair_gap_costs
 from homalign.profile.profile import Profile
 from homalign.profile.pseudocounts import PSEUDOCOUNT_METHODS
-from homalign.profile.sources import get_profile, read_msa_file, resolve_source
+from homalign.profile.sources import (
+    check_inclusion_evalue,
+    get_profile,
+    read_msa_file,
+    resolve_source,
+)
 from homalign.score.pair_scores import score_values
 from homalign.score.profile_scores import (
     compass_scores,
@@ -408,6 +413,7 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     from homalign.profile.pyhmmer_adapter import hmm_align
 
     opts = {**BASE_DEFAULTS, **options}
+    check_inclusion_evalue(opts)
     if opts.get("query_hmm") and opts.get("query_msa"):
         raise ValueError("query_hmm and query_msa both name the query's model; give one")
     if opts.get("query_hmm"):

@@ -62,13 +62,20 @@ def _not_a_model(path: Path) -> None:
                          "--query-hmm (query_hmm=)", path=str(path), line=1)
 
 
-def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> tuple[str, str]:
-    """(kind, argument): kind is "single", "file", "hhm" or "iterative"."""
+def check_inclusion_evalue(options: dict[str, Any]) -> None:
+    """Refuse ``inclusion_evalue`` where ``msa`` runs no rounds (it would change nothing)."""
     msa = str(options.get("msa") or "single")
-    iterative = msa == "iterative" or msa.startswith("iterative:")
-    if not iterative and options.get("inclusion_evalue") is not None:
+    if options.get("inclusion_evalue") is not None and not (
+            msa == "iterative" or msa.startswith("iterative:")):
         raise ValueError(f"inclusion_evalue applies to msa=iterative:N (search: --iterations N), "
                          f"not msa={msa!r}: no MSA is built")
+
+
+def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> tuple[str, str]:
+    """(kind, argument): kind is "single", "file", "hhm" or "iterative"."""
+    check_inclusion_evalue(options)
+    msa = str(options.get("msa") or "single")
+    iterative = msa == "iterative" or msa.startswith("iterative:")
     if role in ("query", "target"):
         hhm = options.get(f"{role}_hhm")
         if hhm and options.get(f"{role}_msa"):

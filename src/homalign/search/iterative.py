@@ -83,7 +83,7 @@ def iterative_search(
     prefilter: bool = True,
     prefilter_options: dict[str, Any] | None = None,
     traceback: bool = True,
-    inclusion_evalue: float = DEFAULT_INCLUSION_EVALUE,
+    inclusion_evalue: float | None = None,
     max_candidates: int = DEFAULT_MAX_CANDIDATES,
     fusion_weight: float | None = None,
     matrix: str = "BLOSUM62",
@@ -103,8 +103,10 @@ def iterative_search(
     (``fusion_weight`` on the method's ln E); ``method_options`` and ``target_reps`` go to that
     method's search. With ``pssm``, ``method_options`` may hold the profile's ``pseudocounts``
     (every round), ``admix`` and ``pssm_kind`` (the last round's profile,
-    :func:`psiblast_options`); options naming the query's MSA are refused. ``matrix`` and the gap costs are the PSSM rounds'; ``inclusion_evalue`` and
-    ``max_candidates`` (prefilter targets per inclusion round) are :func:`build_msa`'s.
+    :func:`psiblast_options`); options naming the query's MSA are refused. ``matrix`` and the
+    gap costs are the PSSM rounds'; ``inclusion_evalue`` (default 1e-3; refused with one
+    round, which builds no MSA) and ``max_candidates`` (prefilter targets per inclusion round)
+    are :func:`build_msa`'s.
     ``msa_db``: the sequences the query's MSA is built from (a ``SequenceDB`` or a FASTA/makedb
     path; default ``db``), as HHblits builds it from UniRef and then searches PDB70; typically
     ``db`` plus more unlabelled sequences. Only ``db`` is searched and reported.
@@ -137,6 +139,11 @@ def iterative_search(
 
     if iterations < 1:
         raise ValueError("iterations must be at least 1")
+    if inclusion_evalue is not None and iterations == 1:
+        raise ValueError("inclusion_evalue applies to the MSA rounds of iterations > 1 "
+                         "(--iterations N): one round builds no MSA")
+    if inclusion_evalue is None:
+        inclusion_evalue = DEFAULT_INCLUSION_EVALUE
     own_profile = psiblast_options(method_options) if method in PSSM_METHODS else {}
     pseudocounts = own_profile.get("pseudocounts", "matrix")
     if own_profile and target_msa is not None:
