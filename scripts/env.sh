@@ -12,18 +12,20 @@ fi
 # range satisfied, installs no other (a newer release here is a multi-GB CUDA build).
 TORCH_CPU=${HOMALIGN_TORCH:-torch==2.13.0}
 stamp=.venv/.homalign-installed
-# numba's cache checks only each compiled function's own source file, so a change to a kernel
-# another module calls or inlines (the IR blocks of dp/simd.py, say) would leave stale compiled
-# code behind: when any numba source changes, drop every cached kernel and compile afresh
-kernels=$(grep -rl --include='*.py' numba src/homalign | sort | xargs cat | sha256sum | cut -c1-16)
-if [ "$(cat .venv/.homalign-kernels 2>/dev/null)" != "$kernels" ]; then
-    find src -name '*.nbi' -delete -o -name '*.nbc' -delete
-    rm -f "$stamp"
-fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q "$TORCH_CPU"
     .venv/bin/python -m pip install -q -e '.[test,ray]'
+    rm -f .venv/.homalign-kernels
+    touch "$stamp"
+fi
+# numba's cache checks only each compiled function's own source file, yet compiled code holds
+# what it calls or reads from other modules (dp/simd.py's IR blocks, alphabet.py's constants):
+# when any package source changes, every cached kernel is dropped and compiled afresh
+kernels=$(find src/homalign -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 cat \
+          | sha256sum | cut -c1-16)
+if [ "$(cat .venv/.homalign-kernels 2>/dev/null)" != "$kernels" ]; then
+    find src tests \( -name '*.nbi' -o -name '*.nbc' \) -delete
     # compile the kernels of `align`, `makedb` and `search` (sw, learned, learned@3) once, on the
     # bundled examples: numba caches them beside the sources, so a new environment's first
     # command starts in about a second instead of compiling for 10-45 s (about a minute here)
@@ -43,7 +45,6 @@ q = encode("W" * 40); ungapped_scores(q, q, np.array([0, 40]), np.array([0]))'
         tail -n 5 "$warm/log" >&2
     fi
     rm -rf "$warm"
-    touch "$stamp"
     echo "$kernels" > .venv/.homalign-kernels
 fi
 # byte-compile the package (only what changed): under PYTHONDONTWRITEBYTECODE every homalign
