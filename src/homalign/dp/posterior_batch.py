@@ -252,11 +252,10 @@ def _exp16(typingctx, src, soff, dst, doff):  # noqa: ANN001, ANN201, ARG001
     return sig, codegen
 
 
-def _fw_lanes(b, h, scores, fptr, wptr, j0_, fp_, fc_, ec_, xp_, xc_, yp_, yc_, cdo_, sto_):  # noqa: ANN001, ANN202, PLR0913
-    """IR of :func:`_fw16` for the lanes ``h ..`` (``scores``: the 16 columns' scores of those
-    lanes, vectors of SWEEP_WIDTH)."""
-    n = scores[0].type.count
-    fv = partial(_fv, n=n)
+def _lane_access(b, h, n, sto_):  # noqa: ANN001, ANN202
+    """``(load, store, slot)`` for IR on the lanes ``h .. h + n - 1``: ``load(ptr, off)`` and
+    ``store(v, ptr, off)`` of their ``<n x T>`` vector at element offset ``off`` of a lane-major
+    row, ``slot(k)`` the offset of state slot ``k``."""
 
     def load(ptr, off):  # noqa: ANN001, ANN202
         return vload(b, ptr, b.add(off, _i(h)), lanes=n, align=4)
@@ -267,6 +266,15 @@ def _fw_lanes(b, h, scores, fptr, wptr, j0_, fp_, fc_, ec_, xp_, xc_, yp_, yc_, 
     def slot(k):  # noqa: ANN001, ANN202
         return b.add(sto_, _i(k * LANES))
 
+    return load, store, slot
+
+
+def _fw_lanes(b, h, scores, fptr, wptr, j0_, fp_, fc_, ec_, xp_, xc_, yp_, yc_, cdo_, sto_):  # noqa: ANN001, ANN202, PLR0913
+    """IR of :func:`_fw16` for the lanes ``h ..`` (``scores``: the 16 columns' scores of those
+    lanes, vectors of SWEEP_WIDTH)."""
+    n = scores[0].type.count
+    fv = partial(_fv, n=n)
+    load, store, slot = _lane_access(b, h, n, sto_)
     inv, beg, a, bb = (load(wptr, slot(k)) for k in (_INV, _BEG, _A, _B))
     ml, xl, yl, dg, sm, top, chk = (load(wptr, slot(k))
                                     for k in (_ML, _XL, _YL, _DG, _SUM, _TOP, _CHK))
@@ -333,16 +341,7 @@ def _bw_lanes(b, h, n, fptr, wptr, lptr, pfp, j0_, fn_, en_, mn_o, in_o, mc_o, i
     """IR of :func:`_bw16`'s recurrences for the lanes ``h .. h + n - 1``: their posteriors
     of the 16 columns (vectors of ``n``)."""
     fv = partial(_fv, n=n)
-
-    def load(ptr, off):  # noqa: ANN001, ANN202
-        return vload(b, ptr, b.add(off, _i(h)), lanes=n, align=4)
-
-    def store(v, ptr, off):  # noqa: ANN001, ANN202
-        vstore(b, v, ptr, b.add(off, _i(h)), align=4)
-
-    def slot(k):  # noqa: ANN001, ANN202
-        return b.add(sto_, _i(k * LANES))
-
+    load, store, slot = _lane_access(b, h, n, sto_)
     f1, f2, g = (load(pfp, _i(k * LANES)) for k in range(3))
     lensv = b.trunc(load(lptr, _i(0)), ir.VectorType(_i32, n))
     inv, ew, a, bb, bdn, top = (load(wptr, slot(k)) for k in (_INV, _EW, _A, _B, _BD, _TOP))
