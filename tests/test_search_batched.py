@@ -495,3 +495,21 @@ def test_pyopal_scores_are_the_same_on_one_and_two_threads_with_a_kept_pool(prot
     if numba.config.NUMBA_NUM_THREADS >= 2:  # the pool is made once and kept
         assert mod._opal_pool(2) is mod._opal_pool(2)
     assert mod._opal_pool(1) is None
+
+
+def test_the_kept_pool_is_stopped_at_exit() -> None:
+    """At exit, before the interpreter is torn down (a running pool's ``__del__`` then printed
+    a traceback after the tests)."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys\n"
+            "from homalign.search import sw_scores as mod\n"
+            "pools = []\n"
+            "atexit.register(lambda: sys.stdout.write(repr([p._state for p in pools])))\n"
+            "pools.append(mod._opal_pool(2))\n"
+            "assert pools[0].map(abs, [-1, -2]) == [1, 2]\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "['TERMINATE']" and "Traceback" not in out.stderr

@@ -111,8 +111,20 @@ def _opal_pool(threads: int):  # noqa: ANN202
 
     key = (os.getpid(), threads)
     if key not in _POOLS:
+        if not _POOLS:
+            import atexit
+
+            atexit.register(_close_pools)
         _POOLS[key] = multiprocessing.pool.ThreadPool(threads)
     return _POOLS[key]
+
+
+def _close_pools() -> None:
+    """Stop the kept pools at exit, while the interpreter is whole: a pool left running is
+    closed by its ``__del__`` during shutdown, which fails (a traceback on stderr)."""
+    for pool in _POOLS.values():
+        pool.terminate()
+    _POOLS.clear()
 
 
 def _opal_scores(query_codes: np.ndarray, db, targets: np.ndarray, matrix: str,  # noqa: ANN001
