@@ -27,9 +27,9 @@ maximum). A row runs 16 columns at a time: :func:`homalign.dp.simd.pack_lanes16`
 columns' match weights into the lanes (16 x 16 transposes in registers and a vector table lookup
 of ``R``), then :func:`_sweep16` (:func:`_sweep_tail` for a row's last, partial chunk) runs the
 recurrences as LLVM IR on ``<16 x float>`` vectors (two halves of ``<8 x float>`` one after the
-other without AVX-512: :data:`SWEEP_WIDTH`). The values one column passes to the next
-(its m, x, y, the previous row's m + x + y on the diagonal, the running sum of m and maximum of
-m, x, y, the lanes' factors) stay in registers; a column only loads its gap factors ``c_j``,
+other without AVX-512: :data:`homalign.dp.simd.SWEEP_WIDTH`). The values one column passes to
+the next (its m, x, y, the previous row's m + x + y on the diagonal, the running sum of m and
+maximum of m, x, y, the lanes' factors) stay in registers; a column only loads its gap factors ``c_j``,
 ``d_j`` and the previous row's m, x, y from a lane-major buffer (five vectors per column) and
 stores the new m, x, y over them; between chunks the carried values go through a small slot
 array. Rows of ``X`` are prefetched two rows ahead (``X`` streams from memory). At the end of a
@@ -76,10 +76,10 @@ from numba.extending import intrinsic
 
 from homalign.dp.simd import (
     FTZ_DAZ,
+    SWEEP_WIDTH,
     TABLE,
     array_data,
     get_mxcsr,
-    host_has,
     pack_lanes16,
     prefetch,
     set_mxcsr,
@@ -165,12 +165,6 @@ _i64 = ir.IntType(64)
 _data = array_data
 _vmax = vmax
 
-
-#: lanes a sweep computes at once: one <16 x float> register on AVX-512; on other hosts the 16
-#: lanes run as two halves of 8, one after the other, because a column's dozen carried values
-#: as <16 x float> pairs do not fit in AVX2's sixteen registers (the spills took most of the
-#: forward's time there); a lane's arithmetic is the same either way
-SWEEP_WIDTH = LANES if host_has("avx512f") else LANES // 2
 
 
 def _sweep_codegen(tail: bool):  # noqa: ANN202

@@ -67,7 +67,8 @@ shorter targets padded with zero weights and gap factors (padded cells hold exac
 target's result is the same bits in any group, batch or thread count; no fast-math, no fused
 multiply-adds). A row is computed 16 columns at a time by :func:`_fw16` / :func:`_bw16`, LLVM IR
 on ``<16 x float>`` vectors (one AVX-512 register; two halves of 8 lanes, one after the other,
-elsewhere: :data:`SWEEP_WIDTH`): the 16 targets' scores are read by address
+elsewhere: :data:`homalign.dp.simd.SWEEP_WIDTH`): the 16 targets' scores are read by
+address
 with masked loads and transposed in registers, the carried state (the previous column, running
 sums and maxima, the lanes' factors) stays in registers, the rows of ``m``, ``w``, x, y, B_M,
 B_I are lane-major (16 floats per column), and the posteriors are transposed back and written
@@ -101,9 +102,9 @@ from homalign.dp.modes import LOCAL, SEMIGLOBAL, mode_code
 from homalign.dp.posterior import forward_backward
 from homalign.dp.simd import (
     FTZ_DAZ,
+    SWEEP_WIDTH,
     array_data,
     get_mxcsr,
-    host_has,
     set_mxcsr,
     splat,
     transpose16,
@@ -173,11 +174,6 @@ def _fv(x: float, n: int = LANES) -> ir.Constant:
 def _iv(x: int, n: int = LANES) -> ir.Constant:
     return ir.Constant(ir.VectorType(_i32, n), [int(x)] * n)
 
-
-#: lanes the chunk kernels compute at once: the 16 on AVX-512; elsewhere two halves of 8, one
-#: after the other (the carried state as <16 x float> pairs overflows AVX2's sixteen registers);
-#: a lane's arithmetic is the same either way
-SWEEP_WIDTH = LANES if host_has("avx512f") else LANES // 2
 
 
 def _lanes(builder, v, h, n):  # noqa: ANN001, ANN202

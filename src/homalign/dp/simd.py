@@ -25,7 +25,8 @@ from numba.extending import intrinsic
 
 __all__ = ["FTZ_DAZ", "PERMUTE_TABLE", "TABLE", "V16B", "V16F", "V16I", "array_data", "column_loop",
            "get_mxcsr", "host_has", "lookup_lanes16", "pack_lanes16", "pack_lanes16_at",
-           "permute32", "set_mxcsr", "splat", "transpose16", "vload", "vmax", "vstore"]
+           "permute32", "SWEEP_WIDTH",
+           "set_mxcsr", "splat", "transpose16", "vload", "vmax", "vstore"]
 
 _N = 16
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
@@ -55,6 +56,11 @@ def host_has(*features: str) -> bool:
 #: inserts, which made the AVX2 forward's packing cost more than its recurrences)
 _AVX512 = host_has("avx512f")
 PERMUTE_TABLE = _AVX512 or host_has("avx2")
+#: lanes a DP sweep computes at once: one <16 x float> register on AVX-512; elsewhere the 16
+#: lanes run as two halves of 8, one after the other, because a column's dozen carried values
+#: as <16 x float> pairs do not fit in AVX2's sixteen registers (the spills took most of the
+#: forward's time there); a lane's arithmetic is the same either way
+SWEEP_WIDTH = _N if _AVX512 else _N // 2
 
 _f32 = ir.FloatType()
 _i32 = ir.IntType(32)

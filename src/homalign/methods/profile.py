@@ -413,10 +413,10 @@ def align_hmmer(query: Sequence, target: Sequence, **options: Any) -> Alignment:
     from homalign.profile.pyhmmer_adapter import hmm_align
 
     opts = {**BASE_DEFAULTS, **options}
-    check_inclusion_evalue(opts)
     if opts.get("query_hmm") and opts.get("query_msa"):
         raise ValueError("query_hmm and query_msa both name the query's model; give one")
     if opts.get("query_hmm"):
+        check_inclusion_evalue(opts)  # resolve_source checks the other sources
         kind, arg = "hmmfile", str(opts["query_hmm"])
     else:
         kind, arg = resolve_source(query, "query", opts)
