@@ -389,3 +389,51 @@ def test_bit_scores_and_evalues_rank_hits_alike(method, tmp_path, monkeypatch):
         assert len(hits) > 3
         for a, b in zip(hits, hits[1:], strict=False):
             assert b.evalue >= a.evalue and b.bits <= a.bits + 1e-9, (a, b)
+
+
+@pytest.mark.parametrize("method", ["phmmer", "blastp"])
+def test_a_peer_search_runs_pairs_on_threads_with_the_same_hits(method, monkeypatch) -> None:
+    """A peer aligns the candidates ``--threads`` pairs at a time; the hits do not change."""
+    import threading
+    import time
+
+    from homalign.methods import get_method
+    from homalign.search import engine
+    from homalign.threads import get_threads, set_threads
+
+    db, _ = make_db(n_families=2, per_family=3, n_random=10, seed=4)
+    query = db.sequence(0)
+    before = get_threads()
+    try:
+        set_threads(1)
+        one = search(query, db, method=method, evalue=1e3)
+        m = get_method(method)
+        running, most, lock = [0], [0], threading.Lock()
+
+        def counted(q, t, **opts):  # noqa: ANN001, ANN202
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            try:
+                time.sleep(0.01)  # long enough for the other thread to start its pair
+                return m.align(q, t, **opts)
+            finally:
+                with lock:
+                    running[0] -= 1
+
+        set_threads(2)
+        monkeypatch.setattr(engine, "get_method", lambda name: replace_align(m, counted))
+        two = search(query, db, method=method, evalue=1e3)
+    finally:
+        set_threads(before)
+    assert most[0] == 2
+    assert [(h.target_id, h.score, h.evalue) for h in two] == \
+        [(h.target_id, h.score, h.evalue) for h in one]
+    assert one
+
+
+def replace_align(m, align):  # noqa: ANN001, ANN201
+    """``m`` with another ``align`` (a frozen dataclass)."""
+    import dataclasses
+
+    return dataclasses.replace(m, align=align)

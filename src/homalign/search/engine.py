@@ -10,7 +10,7 @@ Steps for each query:
    one (``pssm``: the query profile against the candidates' codes in a 16-lane kernel, same
    scores); ``sw`` with a plain substitution matrix takes a compiled fast
    path over the packed database (:mod:`homalign.search.sw_scores`, same scores); peers (methods
-   without prepare/score) call ``Method.align`` per candidate;
+   without prepare/score) call ``Method.align`` per candidate, ``--threads`` pairs at a time;
 3. **statistics**: E-values from :func:`homalign.search.calibration.evd_params`
    (Karlin–Altschul for ``sw`` with a published matrix/gap-cost pair, a cached Gumbel fit
    otherwise), over the whole
@@ -261,6 +261,27 @@ def batched_ranking(method: str) -> Any:
     return m.ranking() if m.ranking is not None else None
 
 
+def _peer_alignments(m: Method, q: Sequence, db: SequenceDB, cand: np.ndarray,
+                     opts: dict[str, Any]) -> dict[int, Alignment]:
+    """A peer's alignment of the query with each candidate, ``--threads`` pairs at a time (each
+    pair is its own program run or pyhmmer call, so the alignments do not depend on the thread
+    count); one at a time with an ``msa`` option."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from homalign.threads import get_threads
+
+    def one(t: int) -> Alignment:
+        return m.align(q, db.sequence(t), **opts)
+
+    targets = [int(t) for t in cand]
+    # an MSA option builds the query's MSA in this process (numba kernels): one pair at a time
+    workers = 1 if opts.get("msa") else min(get_threads(), len(targets))
+    if workers <= 1:
+        return {t: one(t) for t in targets}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(targets, pool.map(one, targets), strict=True))
+
+
 def candidates_of(q: Sequence, db: SequenceDB, method: str, *, prefilter: bool = True,
                   prefilter_options: dict[str, Any] | None = None,
                   rescore: int | None | str = "default", query_rep: Any = None,
@@ -437,11 +458,8 @@ def search(
         scores = _dp_scores(m, qrep, target_reps, cand, opts)
     else:
         qrep = None
-        scores = np.empty(len(cand), dtype=np.float64)
-        for n, t in enumerate(cand):
-            aln = m.align(q, db.sequence(int(t)), **opts)
-            peer_alns[int(t)] = aln
-            scores[n] = aln.score
+        peer_alns = _peer_alignments(m, q, db, cand, opts)
+        scores = np.array([peer_alns[int(t)].score for t in cand], dtype=np.float64)
 
     if len(cand) == 0:
         return []
