@@ -128,12 +128,13 @@ def check_inputs(args: argparse.Namespace, opts: dict[str, Any], queries: list) 
     """ValueError for method options a database search cannot use (see
     :func:`homalign.search.entry.check_query_inputs`), and for ``--msa iterative:N``, whose
     database is not an option of search."""
+    from homalign.profile.sources import is_iterative
     from homalign.search.entry import check_query_inputs, check_query_model
 
     check_query_inputs(opts, len(queries))
     check_query_model(queries[0], opts)
     msa = str(opts.get("msa") or "")
-    if msa == "iterative" or msa.startswith("iterative:"):
+    if is_iterative(msa):
         raise ValueError(f"--msa {msa} builds each protein's MSA by searching a database: in "
                          "search use --iterations N (the query's MSA from DB, PSI-BLAST "
                          "style) and --target-msa MSADB (homalign makemsa) for the targets'")

@@ -166,7 +166,6 @@ _data = array_data
 _vmax = vmax
 
 
-
 def _sweep_codegen(tail: bool):  # noqa: ANN202
     """The body of :func:`_sweep16` (``tail``: of :func:`_sweep_tail`)."""
 

@@ -175,7 +175,6 @@ def _iv(x: int, n: int = LANES) -> ir.Constant:
     return ir.Constant(ir.VectorType(_i32, n), [int(x)] * n)
 
 
-
 def _lanes(builder, v, h, n):  # noqa: ANN001, ANN202
     """Elements ``h .. h + n - 1`` of the vector ``v`` (``v`` itself when that is all of it)."""
     if n == v.type.count:

@@ -62,11 +62,16 @@ def _not_a_model(path: Path) -> None:
                          "--query-hmm (query_hmm=)", path=str(path), line=1)
 
 
+def is_iterative(msa: Any) -> bool:
+    """Whether an ``msa`` option builds each MSA by searching a database (``iterative[:N]``)."""
+    msa = str(msa or "")
+    return msa == "iterative" or msa.startswith("iterative:")
+
+
 def check_inclusion_evalue(options: dict[str, Any]) -> None:
     """Refuse ``inclusion_evalue`` where ``msa`` runs no rounds (it would change nothing)."""
     msa = str(options.get("msa") or "single")
-    if options.get("inclusion_evalue") is not None and not (
-            msa == "iterative" or msa.startswith("iterative:")):
+    if options.get("inclusion_evalue") is not None and not is_iterative(msa):
         raise ValueError(f"inclusion_evalue applies to msa=iterative:N (search: --iterations N), "
                          f"not msa={msa!r}: no MSA is built")
 
@@ -75,7 +80,7 @@ def resolve_source(seq: Sequence, role: str | None, options: dict[str, Any]) -> 
     """(kind, argument): kind is "single", "file", "hhm" or "iterative"."""
     check_inclusion_evalue(options)
     msa = str(options.get("msa") or "single")
-    iterative = msa == "iterative" or msa.startswith("iterative:")
+    iterative = is_iterative(msa)
     if role in ("query", "target"):
         hhm = options.get(f"{role}_hhm")
         if hhm and options.get(f"{role}_msa"):

@@ -14,16 +14,17 @@ eight ``<16 x float>`` accumulators in registers while ``k`` runs over the d dim
 step two panel loads, four broadcasts of ``A`` and eight ``llvm.fma``); the tile's ``exp`` is
 taken in registers before it is stored. Without AVX-512 a ``<16 x float>`` is two 8-lane
 registers and the 4-row tile's accumulators alone fill all 16, so a tile is 2 rows there (its
-product a third faster on an AVX2 EPYC; the same bits, each element's chain is the same). Every output element is the same chain
-``fma(A[i, d-1], E[j, d-1], ... fma(A[i, 0], E[j, 0], 0))`` whatever tile or batch it falls
-in (a column tail is zero-padded in the panel and masked at the store; a whole tile stores
-plainly, as AMD cores microcode masked stores: a third of the product's time on an AVX2 EPYC), so a target's scores
-never depend on the other targets: one call covers them all (the same bits as OpenBLAS's
-one-thread product here, ~140 GFLOPS on one core; BLAS over a whole batch rounds a small block
-with other kernels, so it would need one call per target). The ``exp`` (:func:`exp_inplace` for a whole array) is Cephes' expf: ``exp(x) = 2**n
-exp(r)``, ``r = x - n ln 2`` with ln 2 in two parts, a degree-7 polynomial through ``llvm.fma``;
-within 1.3 ulp of the exact value on [-87, 88] (numpy's float32 ``exp`` is within 2.4), about
-3x numpy's speed.
+product a third faster on an AVX2 EPYC; the same bits, each element's chain is the same).
+Every output element is the same chain ``fma(A[i, d-1], E[j, d-1], ... fma(A[i, 0], E[j, 0],
+0))`` whatever tile or batch it falls in (a column tail is zero-padded in the panel and masked
+at the store; a whole tile stores plainly, as AMD cores microcode masked stores: a third of the
+product's time on an AVX2 EPYC), so a target's scores never depend on the other targets: one
+call covers them all (the same bits as OpenBLAS's one-thread product here, ~140 GFLOPS on one
+core; BLAS over a whole batch rounds a small block with other kernels, so it would need one
+call per target). The ``exp`` (:func:`exp_inplace` for a whole array) is Cephes' expf:
+``exp(x) = 2**n exp(r)``, ``r = x - n ln 2`` with ln 2 in two parts, a degree-7 polynomial
+through ``llvm.fma``; within 1.3 ulp of the exact value on [-87, 88] (numpy's float32 ``exp``
+is within 2.4), about 3x numpy's speed.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ Steps for each query:
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from homalign.search.tail_calibration import (
 from homalign.search.ungapped import ungapped_scores
 from homalign.sequence import Sequence, as_sequence
 from homalign.stats import EVDParams, bit_score, db_evalues, location_scale
+from homalign.threads import get_threads
 
 MAX_QUERY_LENGTH = 40_000
 #: the learned ranking scores the database's best 80 targets by Smith-Waterman score (compiled,
@@ -266,9 +268,6 @@ def _peer_alignments(m: Method, q: Sequence, db: SequenceDB, cand: np.ndarray,
     """A peer's alignment of the query with each candidate, ``--threads`` pairs at a time (each
     pair is its own program run or pyhmmer call, so the alignments do not depend on the thread
     count); one at a time with an ``msa`` option."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from homalign.threads import get_threads
 
     def one(t: int) -> Alignment:
         return m.align(q, db.sequence(t), **opts)
